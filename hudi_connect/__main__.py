@@ -1,0 +1,5 @@
+import sys
+
+from hudi_connect.cli import main
+
+sys.exit(main())

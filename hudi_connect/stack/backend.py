@@ -1,0 +1,65 @@
+"""Which backend starts the services: local processes or containers.
+
+``auto`` picks containers (testcontainers) when a Docker engine answers and
+local processes otherwise; this machine has no engine, so CI runs local.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol
+
+from hudi_connect.stack.endpoints import MinioEndpoint, SparkFlavor
+from hudi_connect.stack.process import RunningService
+
+BackendName = Literal["auto", "local", "docker"]
+
+
+class Backend(Protocol):
+    name: str
+
+    def minio(self, run_dir: Path) -> RunningService: ...
+
+    def kafka(self, run_dir: Path) -> RunningService: ...
+
+    def postgres(self, run_dir: Path) -> RunningService: ...
+
+    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None) -> RunningService: ...
+
+
+class LocalBackend:
+    """Every service as a local process built or downloaded by ``provision``."""
+
+    name = "local"
+
+    def minio(self, run_dir: Path) -> RunningService:
+        from hudi_connect.stack.minio import start_minio
+
+        return start_minio(run_dir)
+
+    def kafka(self, run_dir: Path) -> RunningService:
+        from hudi_connect.stack.kafka import start_kafka
+
+        return start_kafka(run_dir)
+
+    def postgres(self, run_dir: Path) -> RunningService:
+        from hudi_connect.stack.postgres import start_postgres
+
+        return start_postgres(run_dir)
+
+    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None) -> RunningService:
+        from hudi_connect.stack.spark_connect import start_cluster_connect, start_spark_connect
+
+        if flavor == "cluster":
+            return start_cluster_connect(run_dir, minio=minio)
+        return start_spark_connect(run_dir, flavor, minio=minio)
+
+
+def choose_backend(requested: BackendName = "auto") -> Backend:
+    if requested not in ("auto", "local", "docker"):
+        raise ValueError(f"unknown backend {requested!r}: choose 'auto', 'local' or 'docker'")
+    from hudi_connect.stack.containers import DockerBackend, docker_available
+
+    if requested == "docker" or (requested == "auto" and docker_available()):
+        return DockerBackend()
+    return LocalBackend()

@@ -1,0 +1,79 @@
+"""How to reach each service of the stack, whichever backend started it.
+
+These are plain frozen values so that they can be written to a state file and
+shared between pytest-xdist workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
+
+SparkFlavor = Literal["hudi", "plain", "cluster"]
+
+TOKEN_HEADER = "x-hudi-connect-token"
+
+
+@dataclass(frozen=True)
+class MinioEndpoint:
+    endpoint_url: str  # http://127.0.0.1:port
+    access_key: str
+    secret_key: str
+    region: str = "us-east-1"
+
+
+@dataclass(frozen=True)
+class KafkaEndpoint:
+    bootstrap_servers: str  # host:port
+
+    def get_bootstrap_server(self) -> str:
+        return self.bootstrap_servers
+
+
+@dataclass(frozen=True)
+class PostgresEndpoint:
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+
+    @property
+    def dsn(self) -> str:
+        return (
+            f"postgresql://{quote(self.user)}:{quote(self.password)}@{self.host}:{self.port}/"
+            f"{quote(self.database)}"
+        )
+
+    @property
+    def jdbc_url(self) -> str:
+        return f"jdbc:postgresql://{self.host}:{self.port}/{self.database}"
+
+
+@dataclass(frozen=True)
+class SparkConnectEndpoint:
+    host: str
+    port: int
+    token: str
+    flavor: SparkFlavor
+
+    @property
+    def url(self) -> str:
+        """The ``sc://`` address, carrying the token as a gRPC header."""
+        return f"sc://{self.host}:{self.port}/;{TOKEN_HEADER}={self.token}"
+
+    def __repr__(self) -> str:  # never print the token
+        return f"SparkConnectEndpoint(host={self.host!r}, port={self.port}, flavor={self.flavor!r})"
+
+
+Endpoint = MinioEndpoint | KafkaEndpoint | PostgresEndpoint | SparkConnectEndpoint
+E = TypeVar("E", MinioEndpoint, KafkaEndpoint, PostgresEndpoint, SparkConnectEndpoint)
+
+
+def endpoint_to_json(endpoint: Endpoint) -> dict[str, Any]:
+    return asdict(endpoint)
+
+
+def endpoint_from_json(kind: type[E], data: dict[str, Any]) -> E:
+    return kind(**data)

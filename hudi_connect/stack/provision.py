@@ -1,0 +1,304 @@
+"""Install every real part of the stack into a cache outside the repository.
+
+Idempotent and resumable: each component is finished by a marker file that
+records what was installed, so a second run only checks markers, and an
+interrupted run picks up from Maven's and Go's own caches. Progress goes to
+stderr. Run it as ``python -m hudi_connect.stack.provision``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from hudi_connect import versions
+from hudi_connect.errors import ProvisioningError
+from hudi_connect.versions import JarSet
+
+INTERCEPTOR_SOURCE = Path(__file__).with_name("java") / "LoopbackTokenInterceptor.java"
+INTERCEPTOR_CLASS = "hudiconnect.LoopbackTokenInterceptor"
+REQUIRED_JAVA_MAJOR = 17
+
+
+def cache_dir() -> Path:
+    """Where downloads and builds live: ``$HUDI_CONNECT_CACHE`` or ``~/.cache/hudi-connect``."""
+    configured = os.environ.get("HUDI_CONNECT_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "hudi-connect"
+
+
+def progress(message: str) -> None:
+    print(f"[hudi-connect provision] {message}", file=sys.stderr, flush=True)
+
+
+# --- tool checks -----------------------------------------------------------------
+
+_TOOL_HINTS = {
+    "java": f"install a Java {REQUIRED_JAVA_MAJOR} JDK (Debian: apt-get install openjdk-17-jdk-headless)",
+    "javac": f"install a Java {REQUIRED_JAVA_MAJOR} JDK, not only a JRE",
+    "mvn": "install Maven (Debian: apt-get install maven)",
+    "go": "install Go 1.24 or newer (https://go.dev/doc/install) to build MinIO",
+    "apt-get": "PostgreSQL is installed with apt-get on Debian/Ubuntu; install PostgreSQL 15+ yourself elsewhere",
+}
+
+
+def require_tool(name: str) -> str:
+    """The path of ``name`` on PATH, or a ProvisioningError that says how to get it."""
+    found = shutil.which(name)
+    if found is None:
+        raise ProvisioningError(f"'{name}' is not on PATH: {_TOOL_HINTS.get(name, 'install it')}")
+    return found
+
+
+def parse_java_major(version_output: str) -> int:
+    """The major version from ``java -version`` output (``"17.0.15"`` -> 17, ``"1.8.0"`` -> 8)."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
+    if match is None:
+        raise ProvisioningError(f"cannot read the Java version from: {version_output.strip()[:200]!r}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2) is not None:
+        major = int(match.group(2))
+    return major
+
+
+def check_java() -> None:
+    java = require_tool("java")
+    output = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    major = parse_java_major(output)
+    if major != REQUIRED_JAVA_MAJOR:
+        raise ProvisioningError(
+            f"Java {REQUIRED_JAVA_MAJOR} is required (Spark {versions.SPARK_VERSION} with Hudi "
+            f"{versions.HUDI_VERSION}), but 'java' is version {major}: put a Java "
+            f"{REQUIRED_JAVA_MAJOR} JDK first on PATH or set JAVA_HOME"
+        )
+    require_tool("javac")
+
+
+# --- Maven jars ------------------------------------------------------------------
+
+def render_pom(jar_set: JarSet) -> str:
+    """A throw-away POM whose dependencies are the jar set, for ``copy-dependencies``."""
+    dependencies = []
+    for artifact in jar_set.artifacts:
+        exclusions = (
+            ""
+            if artifact.transitive
+            else "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId>"
+            "</exclusion></exclusions>"
+        )
+        dependencies.append(
+            "    <dependency>"
+            f"<groupId>{escape(artifact.group)}</groupId>"
+            f"<artifactId>{escape(artifact.artifact)}</artifactId>"
+            f"<version>{escape(artifact.version)}</version>{exclusions}</dependency>"
+        )
+    body = "\n".join(dependencies)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>hudi-connect.provision</groupId>\n"
+        f"  <artifactId>jars-{escape(jar_set.name)}</artifactId>\n"
+        "  <version>0</version>\n"
+        "  <packaging>pom</packaging>\n"
+        f"  <dependencies>\n{body}\n  </dependencies>\n"
+        "</project>\n"
+    )
+
+
+def spec_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _marker_matches(marker: Path, digest: str) -> bool:
+    return marker.is_file() and marker.read_text().strip() == digest
+
+
+def jar_dir(jar_set: JarSet) -> Path:
+    return cache_dir() / "jars" / jar_set.name
+
+
+def ensure_jars(jar_set: JarSet) -> Path:
+    """Resolve a jar set from Maven Central into its cache directory; returns the directory."""
+    target = jar_dir(jar_set)
+    pom = render_pom(jar_set)
+    digest = spec_digest(pom)
+    marker = target / ".complete"
+    if _marker_matches(marker, digest):
+        return target
+    mvn = require_tool("mvn")
+    progress(f"resolving jars '{jar_set.name}' ({len(jar_set.artifacts)} artifacts) with Maven")
+    staging = target.with_name(target.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    (staging / "pom.xml").write_text(pom)
+    command = [
+        mvn, "-B", "-ntp", "-f", str(staging / "pom.xml"),
+        f"{versions.MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
+        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
+    ]
+    _run(command, what=f"Maven resolution of jar set '{jar_set.name}'")
+    (staging / "pom.xml").unlink()
+    missing = [a.jar_name for a in jar_set.artifacts if not (staging / a.jar_name).is_file()]
+    if missing:
+        raise ProvisioningError(f"Maven finished but these jars are missing: {', '.join(missing)}")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    marker.write_text(digest)
+    return target
+
+
+def jars_of(jar_set: JarSet) -> list[Path]:
+    """The jar files of a provisioned jar set, sorted by name."""
+    return sorted(ensure_jars(jar_set).glob("*.jar"))
+
+
+# --- the Connect auth interceptor ----------------------------------------------------
+
+def ensure_interceptor_jar() -> Path:
+    """Compile the loopback-and-token gRPC interceptor against the Connect server's jar.
+
+    Spark 3.5's Connect server can neither bind to one address nor check a token
+    (both arrived in Spark 4.0), but it loads gRPC interceptors named in
+    ``spark.connect.grpc.interceptor.classes``: this one admits only loopback
+    peers that present the server's token.
+    """
+    source = INTERCEPTOR_SOURCE.read_text()
+    connect_jars = jars_of(versions.SPARK_CONNECT_JARS)
+    digest = spec_digest(source + "".join(p.name for p in connect_jars))
+    target = cache_dir() / "interceptor"
+    jar = target / "hudi-connect-interceptor.jar"
+    marker = target / ".complete"
+    if _marker_matches(marker, digest) and jar.is_file():
+        return jar
+    check_java()
+    progress("compiling the Spark Connect token interceptor")
+    shutil.rmtree(target, ignore_errors=True)
+    classes = target / "classes"
+    classes.mkdir(parents=True)
+    classpath = os.pathsep.join(str(p) for p in connect_jars)
+    _run(
+        [require_tool("javac"), "--release", "8", "-nowarn", "-cp", classpath, "-d", str(classes),
+         str(INTERCEPTOR_SOURCE)],
+        what="javac of the Connect interceptor",
+    )
+    _run([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the interceptor")
+    marker.write_text(digest)
+    return jar
+
+
+# --- MinIO -------------------------------------------------------------------------------
+
+def minio_binary() -> Path:
+    return cache_dir() / "bin" / "minio"
+
+
+def ensure_minio() -> Path:
+    """Build MinIO from its Go module at the pinned version."""
+    binary = minio_binary()
+    marker = binary.with_name(".minio.complete")
+    if binary.is_file() and _marker_matches(marker, versions.MINIO_VERSION):
+        return binary
+    go = require_tool("go")
+    progress(f"building MinIO {versions.MINIO_VERSION} with 'go install' (several minutes cold)")
+    env = dict(os.environ)
+    env.update(
+        GOBIN=str(binary.parent),
+        GOPATH=str(cache_dir() / "go"),
+        GOFLAGS="-modcacherw",
+        CGO_ENABLED="0",
+    )
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    _run([go, "install", f"{versions.MINIO_MODULE}@{versions.MINIO_VERSION}"], what="go install of MinIO", env=env)
+    marker.write_text(versions.MINIO_VERSION)
+    return binary
+
+
+# --- PostgreSQL --------------------------------------------------------------------------
+
+def find_postgres_bin() -> Path | None:
+    """The newest ``/usr/lib/postgresql/N/bin`` that has ``postgres`` and ``initdb``."""
+    override = os.environ.get("HUDI_CONNECT_PG_BIN")
+    candidates = [Path(override)] if override else sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0
+    )
+    for candidate in reversed(candidates):
+        if (candidate / "postgres").is_file() and (candidate / "initdb").is_file():
+            return candidate
+    return None
+
+
+def ensure_postgres() -> Path:
+    """PostgreSQL's server binaries, installed with apt-get when missing."""
+    found = find_postgres_bin()
+    if found is not None:
+        return found
+    apt = require_tool("apt-get")
+    if os.geteuid() != 0:
+        raise ProvisioningError(
+            "PostgreSQL is not installed and apt-get needs root: run 'sudo apt-get install postgresql'"
+        )
+    progress("installing PostgreSQL with apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    _run([apt, "update", "-q"], what="apt-get update", env=env)
+    _run([apt, "install", "-y", "-q", "--no-install-recommends", "postgresql"],
+         what="apt-get install postgresql", env=env)
+    found = find_postgres_bin()
+    if found is None:
+        raise ProvisioningError("apt-get installed postgresql but no /usr/lib/postgresql/*/bin/postgres was found")
+    return found
+
+
+# --- driver --------------------------------------------------------------------------------
+
+def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(list(command), env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-30:])
+        raise ProvisioningError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n{tail}")
+
+
+COMPONENTS = ("jars", "interceptor", "minio", "postgres")
+
+
+def provision(components: Sequence[str] = COMPONENTS) -> None:
+    unknown = sorted(set(components) - set(COMPONENTS))
+    if unknown:
+        raise ValueError(f"unknown components {unknown}; choose from {list(COMPONENTS)}")
+    started = time.monotonic()
+    if "jars" in components or "interceptor" in components:
+        check_java()
+    if "jars" in components:
+        for jar_set in versions.ALL_JAR_SETS:
+            ensure_jars(jar_set)
+    if "interceptor" in components:
+        ensure_interceptor_jar()
+    if "minio" in components:
+        ensure_minio()
+    if "postgres" in components:
+        ensure_postgres()
+    progress(f"ready in {time.monotonic() - started:.0f}s: {', '.join(components)} (cache {cache_dir()})")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("components", nargs="*", default=list(COMPONENTS), choices=[*COMPONENTS, []])
+    args = parser.parse_args(argv)
+    try:
+        provision(args.components or COMPONENTS)
+    except ProvisioningError as error:
+        print(f"hudi-connect provisioning failed: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

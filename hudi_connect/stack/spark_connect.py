@@ -1,0 +1,208 @@
+"""Spark Connect servers as local processes: with Hudi, plain (no Hudi jar), or
+driving a Spark standalone cluster of one master and two workers.
+
+Storage credentials for s3a live only in the server's environment (read by
+the AWS SDK's environment credentials provider), never in a Spark conf that a
+Connect client could read back.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pyspark
+
+from hudi_connect import versions
+from hudi_connect.stack import provision
+from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
+from hudi_connect.stack.process import (
+    LOOPBACK,
+    RunningService,
+    ServiceProcess,
+    free_port,
+    launch,
+    log_contains,
+    port_open,
+    wait_until_ready,
+)
+
+READY_TIMEOUT = 120.0
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+READY_MARKER = "Spark Connect server started"
+
+HUDI_CONFS: Mapping[str, str] = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+}
+
+
+def spark_home() -> Path:
+    return Path(pyspark.__file__).parent
+
+
+def server_jars(flavor: SparkFlavor) -> list[Path]:
+    jars = provision.jars_of(versions.SPARK_CONNECT_JARS) + provision.jars_of(versions.STORAGE_AND_SINK_JARS)
+    if flavor != "plain":
+        jars += provision.jars_of(versions.HUDI_JARS)
+    return [*jars, provision.ensure_interceptor_jar()]
+
+
+def s3a_confs(minio: MinioEndpoint) -> dict[str, str]:
+    """s3a pointed at MinIO; credentials come from the server's environment."""
+    return {
+        "spark.hadoop.fs.s3a.endpoint": minio.endpoint_url,
+        "spark.hadoop.fs.s3a.endpoint.region": minio.region,
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": str(minio.endpoint_url.startswith("https")).lower(),
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.aws.credentials.provider": "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
+    }
+
+
+def storage_env(minio: MinioEndpoint | None) -> dict[str, str]:
+    """Server-side storage credentials, for s3a (JVM) and pyarrow (Python workers) alike."""
+    if minio is None:
+        return {}
+    return {
+        "AWS_ACCESS_KEY_ID": minio.access_key,
+        "AWS_SECRET_ACCESS_KEY": minio.secret_key,
+        "AWS_REGION": minio.region,
+        "AWS_ENDPOINT_URL": minio.endpoint_url,
+    }
+
+
+def render_server_confs(
+    flavor: SparkFlavor,
+    *,
+    port: int,
+    work_dir: Path,
+    minio: MinioEndpoint | None = None,
+    master: str = "local[2]",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Every ``--conf`` of a Connect server of the given flavor (pure: no I/O)."""
+    confs = {
+        "spark.master": master,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.grpc.interceptor.classes": provision.INTERCEPTOR_CLASS,
+        "spark.ui.enabled": "false",
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
+        "spark.local.dir": str(work_dir / "tmp"),
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.host": LOOPBACK,
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.pyspark.python": sys.executable,
+    }
+    if flavor != "plain":
+        confs.update(HUDI_CONFS)
+    if minio is not None:
+        confs.update(s3a_confs(minio))
+    if flavor == "cluster":
+        confs.update({"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2"})
+    confs.update(extra or {})
+    return confs
+
+
+def server_command(flavor: SparkFlavor, confs: Mapping[str, str], driver_memory: str = "2g") -> list[str]:
+    jars = ",".join(str(jar) for jar in server_jars(flavor))
+    command = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name",
+               f"hudi-connect {flavor} server", "--driver-memory", driver_memory, "--jars", jars]
+    for key, value in confs.items():
+        command += ["--conf", f"{key}={value}"]
+    return [*command, "spark-internal"]
+
+
+def spark_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(spark_home()),
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP=LOOPBACK,
+        SPARK_LOG_DIR=env.get("SPARK_LOG_DIR", "/tmp"),
+    )
+    env.update(extra or {})
+    return env
+
+
+def start_spark_connect(
+    run_dir: Path,
+    flavor: SparkFlavor,
+    *,
+    minio: MinioEndpoint | None = None,
+    master: str = "local[2]",
+    extra_confs: Mapping[str, str] | None = None,
+    timeout: float = READY_TIMEOUT,
+) -> RunningService:
+    """Start a Connect server; ``flavor`` 'plain' has no Hudi jar, 'cluster' needs a ``master`` URL."""
+    work_dir = run_dir / f"spark-connect-{flavor}"
+    (work_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    token = secrets.token_urlsafe(24)
+    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master, extra=extra_confs)
+    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, **storage_env(minio)})
+    log = work_dir / "server.log"
+    process, popen = launch(f"spark connect ({flavor})", server_command(flavor, confs), log=log, env=env, cwd=work_dir)
+    wait_until_ready(process, lambda: port_open(port) and log_contains(log, READY_MARKER), timeout=timeout, popen=popen)
+    return RunningService(SparkConnectEndpoint(LOOPBACK, port, token, flavor), (process,))
+
+
+def start_standalone_cluster(
+    run_dir: Path, *, workers: int = 2, minio: MinioEndpoint | None = None, timeout: float = READY_TIMEOUT
+) -> tuple[str, tuple[ServiceProcess, ...]]:
+    """A Spark standalone master and ``workers`` workers of one core each; returns the master URL."""
+    home = run_dir / "spark-cluster"
+    home.mkdir(parents=True, exist_ok=True)
+    spark_class = str(spark_home() / "bin" / "spark-class")
+    env = spark_env(storage_env(minio))  # executors inherit the workers' environment
+    port = free_port()
+    master_url = f"spark://{LOOPBACK}:{port}"
+    master_log = home / "master.log"
+    master, popen = launch(
+        "spark master",
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", LOOPBACK, "--port", str(port),
+         "--webui-port", str(free_port())],
+        log=master_log, env=env, cwd=home,
+    )
+    processes = [master]
+    try:
+        wait_until_ready(master, lambda: log_contains(master_log, "I have been elected leader"),
+                         timeout=timeout, popen=popen)
+        for index in range(workers):
+            worker_dir = home / f"worker-{index}"
+            worker_dir.mkdir(exist_ok=True)
+            worker_log = home / f"worker-{index}.log"
+            worker, worker_popen = launch(
+                f"spark worker {index}",
+                [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK, "--cores", "1",
+                 "--memory", "2g", "--work-dir", str(worker_dir), "--webui-port", str(free_port()), master_url],
+                log=worker_log, env=env, cwd=worker_dir,
+            )
+            processes.append(worker)
+            registered = functools.partial(log_contains, worker_log, "Successfully registered with master")
+            wait_until_ready(worker, registered, timeout=timeout, popen=worker_popen)
+    except BaseException:
+        RunningService(None, tuple(processes)).stop()
+        raise
+    return master_url, tuple(processes)
+
+
+def start_cluster_connect(
+    run_dir: Path, *, minio: MinioEndpoint | None = None, timeout: float = READY_TIMEOUT
+) -> RunningService:
+    """A Hudi Connect server whose tasks run in executor JVMs of a standalone cluster."""
+    master_url, cluster = start_standalone_cluster(run_dir, minio=minio, timeout=timeout)
+    try:
+        server = start_spark_connect(run_dir, "cluster", minio=minio, master=master_url, timeout=timeout)
+    except BaseException:
+        RunningService(None, cluster).stop()
+        raise
+    return RunningService(server.endpoint, cluster + server.processes)

@@ -1,0 +1,203 @@
+"""pytest fixtures for the hudi-connect stack, for our suite and for yours.
+
+Load with ``-p hudi_connect.testing.plugin``. Services start lazily, once per
+test run, shared by pytest-xdist workers, and are stopped when the run ends.
+Every fixture can be overridden in a conftest, and ``--hudi-connect-remote``
+points the ``spark`` fixtures at a server you already run. A service that
+cannot start fails the tests that need it, with its log tail: nothing skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hudi_connect.server import connect, require_hudi_server
+from hudi_connect.stack.backend import Backend, choose_backend
+from hudi_connect.stack.endpoints import (
+    KafkaEndpoint,
+    MinioEndpoint,
+    PostgresEndpoint,
+    SparkConnectEndpoint,
+    SparkFlavor,
+)
+from hudi_connect.stack.minio import create_bucket
+from hudi_connect.stack.shared import SharedServices
+from hudi_connect.testing.topics import create_topic
+
+RUN_DIR_ENV = "HUDI_CONNECT_RUN_DIR"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hudi-connect")
+    group.addoption("--hudi-connect-backend", default=os.environ.get("HUDI_CONNECT_BACKEND", "auto"),
+                    choices=["auto", "local", "docker"], help="how to start services (default: auto)")
+    group.addoption("--hudi-connect-remote", default=os.environ.get("HUDI_CONNECT_REMOTE"),
+                    help="sc:// URL of an existing Hudi-enabled Connect server to use instead of starting one")
+    group.addoption("--hudi-connect-keep-run-dir", action="store_true",
+                    help="keep service data and logs after the run")
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The owning process creates the run directory; xdist workers inherit it
+    # through the environment, because they are spawned after this hook.
+    if not _is_xdist_worker(config) and RUN_DIR_ENV not in os.environ:
+        run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-run-"))
+        os.chmod(run_dir, 0o755)
+        os.environ[RUN_DIR_ENV] = str(run_dir)
+        config._hudi_connect_owned_run_dir = run_dir  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run_dir: Path | None = getattr(config, "_hudi_connect_owned_run_dir", None)
+    if run_dir is None:
+        return
+    stopped = SharedServices(run_dir).stop_all()
+    if stopped:
+        print(f"\nhudi-connect: stopped {', '.join(stopped)}")
+    if config.getoption("--hudi-connect-keep-run-dir"):
+        print(f"hudi-connect: service data and logs kept in {run_dir}")
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    os.environ.pop(RUN_DIR_ENV, None)
+
+
+@pytest.fixture(scope="session")
+def hudi_connect_run_dir() -> Path:
+    """Where services keep their data and logs for this run."""
+    return Path(os.environ[RUN_DIR_ENV])
+
+
+@pytest.fixture(scope="session")
+def hudi_connect_backend(pytestconfig: pytest.Config) -> Backend:
+    return choose_backend(pytestconfig.getoption("--hudi-connect-backend"))
+
+
+@pytest.fixture(scope="session")
+def shared_services(hudi_connect_run_dir: Path) -> SharedServices:
+    return SharedServices(hudi_connect_run_dir)
+
+
+# --- services ------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def minio_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> MinioEndpoint:
+    return shared_services.get("minio", MinioEndpoint, hudi_connect_backend.minio)
+
+
+@pytest.fixture(scope="session")
+def s3_bucket(minio_endpoint: MinioEndpoint) -> str:
+    """A bucket on MinIO for this run's tables."""
+    bucket = "hudi-connect-tests"
+    create_bucket(minio_endpoint, bucket)
+    return bucket
+
+
+@pytest.fixture
+def s3a_base_path(s3_bucket: str) -> str:
+    """A fresh ``s3a://`` table path for one test."""
+    return f"s3a://{s3_bucket}/tables/{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def local_base_path(tmp_path: Path) -> str:
+    """A fresh table path on the local file system, readable by local servers."""
+    os.chmod(tmp_path, 0o755)
+    return str(tmp_path / "table")
+
+
+@pytest.fixture(scope="session")
+def kafka_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> KafkaEndpoint:
+    return shared_services.get("kafka", KafkaEndpoint, hudi_connect_backend.kafka)
+
+
+@pytest.fixture
+def kafka_topic(kafka_endpoint: KafkaEndpoint) -> str:
+    """A new, empty topic for one test."""
+    name = f"hudi-connect-{uuid.uuid4().hex[:12]}"
+    create_topic(kafka_endpoint, name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def postgres_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> PostgresEndpoint:
+    return shared_services.get("postgres", PostgresEndpoint, hudi_connect_backend.postgres)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(postgres_endpoint: PostgresEndpoint) -> str:
+    return postgres_endpoint.dsn
+
+
+def _server(
+    shared_services: SharedServices, backend: Backend, flavor: SparkFlavor, minio: MinioEndpoint
+) -> SparkConnectEndpoint:
+    return shared_services.get(
+        f"spark-connect-{flavor}", SparkConnectEndpoint, lambda run_dir: backend.spark_connect(run_dir, flavor, minio)
+    )
+
+
+@pytest.fixture(scope="session")
+def hudi_server_url(
+    pytestconfig: pytest.Config,
+    shared_services: SharedServices,
+    hudi_connect_backend: Backend,
+    request: pytest.FixtureRequest,
+) -> str:
+    """The ``sc://`` URL of a Spark Connect server with Hudi (s3a pointed at MinIO)."""
+    remote: str | None = pytestconfig.getoption("--hudi-connect-remote")
+    if remote:
+        return remote
+    minio = request.getfixturevalue("minio_endpoint")
+    return _server(shared_services, hudi_connect_backend, "hudi", minio).url
+
+
+@pytest.fixture(scope="session")
+def plain_server_url(
+    shared_services: SharedServices, hudi_connect_backend: Backend, minio_endpoint: MinioEndpoint
+) -> str:
+    """A Spark Connect server with no Hudi jar at all."""
+    return _server(shared_services, hudi_connect_backend, "plain", minio_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def cluster_server_url(
+    shared_services: SharedServices, hudi_connect_backend: Backend, minio_endpoint: MinioEndpoint
+) -> str:
+    """A Hudi Connect server whose tasks run on a standalone cluster of two workers."""
+    return _server(shared_services, hudi_connect_backend, "cluster", minio_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def spark(hudi_server_url: str) -> Iterator[SparkSession]:
+    """A Connect session on the Hudi server, checked to be set up for Hudi."""
+    session = connect(hudi_server_url)
+    require_hudi_server(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def plain_spark(plain_server_url: str) -> Iterator[SparkSession]:
+    session = connect(plain_server_url)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_spark(cluster_server_url: str) -> Iterator[SparkSession]:
+    session = connect(cluster_server_url)
+    require_hudi_server(session)
+    yield session
+    session.stop()

@@ -1,0 +1,87 @@
+"""The component versions hudi-connect is built and tested against.
+
+One place for every pin, so that the provisioning scripts, the launchers and
+the README agree. The Spark 4.0 line with ``hudi-spark4.0-bundle_2.13`` is not
+served by the Maven registry this project can reach, so the pinned pair is the
+newest one that is: Spark 3.5.7 (Scala 2.12) with Hudi 1.2.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPARK_VERSION = "3.5.7"
+SCALA_BINARY_VERSION = "2.12"
+HUDI_VERSION = "1.2.0"
+HADOOP_VERSION = "3.3.4"  # the Hadoop client that pyspark 3.5.7 ships
+AWS_SDK_BUNDLE_VERSION = "1.12.262"  # what hadoop-aws 3.3.4 was built against
+KAFKA_CLIENTS_VERSION = "3.4.1"  # what spark-sql-kafka 3.5.7 was built against
+KAFKA_BROKER_VERSION = "3.9.1"
+POSTGRES_JDBC_VERSION = "42.7.7"
+MINIO_MODULE = "github.com/minio/minio"
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+
+@dataclass(frozen=True)
+class MavenArtifact:
+    """One Maven coordinate; ``transitive`` pulls its runtime dependencies too."""
+
+    group: str
+    artifact: str
+    version: str
+    transitive: bool = False
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def jar_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+
+@dataclass(frozen=True)
+class JarSet:
+    """A named set of jars resolved into one directory of the cache."""
+
+    name: str
+    artifacts: tuple[MavenArtifact, ...]
+
+
+_S = SCALA_BINARY_VERSION
+
+SPARK_CONNECT_JARS = JarSet(
+    "spark-connect",
+    (MavenArtifact("org.apache.spark", f"spark-connect_{_S}", SPARK_VERSION),),
+)
+
+HUDI_JARS = JarSet(
+    "hudi",
+    (MavenArtifact("org.apache.hudi", f"hudi-spark3.5-bundle_{_S}", HUDI_VERSION),),
+)
+
+STORAGE_AND_SINK_JARS = JarSet(
+    "storage-and-sinks",
+    (
+        MavenArtifact("org.apache.hadoop", "hadoop-aws", HADOOP_VERSION),
+        MavenArtifact("com.amazonaws", "aws-java-sdk-bundle", AWS_SDK_BUNDLE_VERSION),
+        MavenArtifact("org.apache.spark", f"spark-sql-kafka-0-10_{_S}", SPARK_VERSION),
+        MavenArtifact("org.apache.spark", f"spark-token-provider-kafka-0-10_{_S}", SPARK_VERSION),
+        MavenArtifact("org.apache.kafka", "kafka-clients", KAFKA_CLIENTS_VERSION),
+        MavenArtifact("org.apache.commons", "commons-pool2", "2.11.1"),
+        MavenArtifact("org.postgresql", "postgresql", POSTGRES_JDBC_VERSION),
+    ),
+)
+
+KAFKA_BROKER_JARS = JarSet(
+    "kafka-broker",
+    (
+        MavenArtifact("org.apache.kafka", "kafka_2.13", KAFKA_BROKER_VERSION, transitive=True),
+        # The broker logs through slf4j; without a binding its log (and so the
+        # readiness check's log tail) would be empty.
+        MavenArtifact("org.slf4j", "slf4j-reload4j", "1.7.36", transitive=True),
+    ),
+)
+
+ALL_JAR_SETS = (SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS)

@@ -1,0 +1,120 @@
+"""The docker backend without a Docker engine: engine detection, the pinned
+image specs of ``testcontainers/services.toml``, and the settings it renders."""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_connect import versions
+from hudi_connect.errors import ServiceStartError
+from hudi_connect.stack.containers import (
+    CONTAINER_PYTHON,
+    DEFAULT_IMAGES,
+    KAFKA_CONTROLLER_PORT,
+    MINIO_PORT,
+    POSTGRES_PORT,
+    SPEC_FILE,
+    DockerBackend,
+    Image,
+    container_server_confs,
+    docker_available,
+    kafka_env,
+    load_images,
+)
+from hudi_connect.stack.endpoints import MinioEndpoint
+from hudi_connect.stack.postgres import DATABASE, DB_USER
+
+MINIO = MinioEndpoint("http://127.0.0.1:9000", "access-xyz", "secret-very-secret")
+
+
+def _spec() -> dict[str, Any]:
+    with SPEC_FILE.open("rb") as spec:
+        return tomllib.load(spec)
+
+
+def _no_engine_configured() -> bool:
+    return not os.environ.get("DOCKER_HOST") and not Path("/var/run/docker.sock").exists()
+
+
+def test_docker_available_answers_false_quickly_without_an_engine() -> None:
+    started = time.monotonic()
+    available = docker_available()
+    assert time.monotonic() - started < 5
+    if _no_engine_configured():
+        assert available is False
+
+
+def test_docker_available_gives_up_on_an_unreachable_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "tcp://192.0.2.1:2375")  # TEST-NET-1: never routed
+    started = time.monotonic()
+    assert docker_available() is False
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("service", ["minio", "kafka", "postgres"])
+def test_starting_without_an_engine_is_a_service_start_error(service: str, tmp_path: Path) -> None:
+    if not _no_engine_configured():
+        pytest.skip("a Docker engine may answer here")
+    with pytest.raises(ServiceStartError) as failure:
+        getattr(DockerBackend(), service)(tmp_path)
+    assert failure.value.service == service
+
+
+def test_spec_file_pins_every_image_and_matches_the_built_in_pins() -> None:
+    images = load_images()
+    assert images == DEFAULT_IMAGES
+    assert images["minio"].reference == "minio/minio:RELEASE.2025-09-07T16-13-09Z"
+    assert images["kafka"].reference == f"apache/kafka:{versions.KAFKA_BROKER_VERSION}"
+    assert images["postgres"].reference == "postgres:15"
+    assert images["spark-connect"].reference == "apache/spark:3.5.7-scala2.12-java17-python3-ubuntu"
+    assert all(image.tag and image.tag != "latest" for image in images.values())
+
+
+def test_spec_file_describes_what_the_code_runs() -> None:
+    spec = _spec()
+    assert spec["minio"]["ports"] == [MINIO_PORT]
+    assert spec["postgres"]["ports"] == [POSTGRES_PORT]
+    assert spec["postgres"]["env"]["POSTGRES_USER"] == DB_USER
+    assert spec["postgres"]["env"]["POSTGRES_DB"] == DATABASE
+    assert spec["spark-connect"]["env"]["PYSPARK_PYTHON"] == CONTAINER_PYTHON
+    rendered = kafka_env(29092, "cluster-id")
+    for key, value in spec["kafka"]["env"].items():
+        if key != "CLUSTER_ID":
+            assert rendered[key] == value.replace("<port>", "29092"), key
+
+
+def test_missing_spec_file_or_entry_falls_back_to_the_built_in_pins(tmp_path: Path) -> None:
+    assert load_images(tmp_path / "absent.toml") == DEFAULT_IMAGES
+    spec = tmp_path / "services.toml"
+    spec.write_text('[postgres]\ntag = "16"\n')
+    images = load_images(spec)
+    assert images["postgres"] == Image("postgres", "16")
+    assert images["kafka"] == DEFAULT_IMAGES["kafka"]
+
+
+def test_kafka_listens_in_the_container_and_advertises_the_host_port() -> None:
+    env = kafka_env(29092, "cluster-id")
+    assert env["KAFKA_LISTENERS"] == f"PLAINTEXT://0.0.0.0:29092,CONTROLLER://127.0.0.1:{KAFKA_CONTROLLER_PORT}"
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://127.0.0.1:29092"
+    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"1@127.0.0.1:{KAFKA_CONTROLLER_PORT}"
+    assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
+    assert env["CLUSTER_ID"] == "cluster-id"
+    assert all(key == "CLUSTER_ID" or key.startswith("KAFKA_") for key in env)
+
+
+def test_container_server_keeps_minio_on_loopback_and_uses_container_paths() -> None:
+    # The server shares the host's network: MinIO's URL needs no rewrite and
+    # the loopback-and-token interceptor still applies.
+    confs = container_server_confs("hudi", 15002, MINIO)
+    assert confs["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert confs["spark.connect.grpc.interceptor.classes"] == "hudiconnect.LoopbackTokenInterceptor"
+    assert confs["spark.connect.grpc.binding.port"] == "15002"
+    assert confs["spark.pyspark.python"] == CONTAINER_PYTHON
+    assert confs["spark.local.dir"].startswith("/tmp/hudi-connect/")
+    assert confs["spark.master"] == container_server_confs("cluster", 1, None)["spark.master"] == "local[2]"

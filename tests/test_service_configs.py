@@ -1,0 +1,95 @@
+"""Config rendering of each service, pure functions only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hudi_connect.errors import ServerMisconfiguredError
+from hudi_connect.server import REQUIRED_HUDI_CONFS, missing_hudi_confs
+from hudi_connect.stack.endpoints import MinioEndpoint, PostgresEndpoint, SparkConnectEndpoint
+from hudi_connect.stack.kafka import new_cluster_id, render_server_properties
+from hudi_connect.stack.postgres import postgres_command
+from hudi_connect.stack.spark_connect import HUDI_CONFS, render_server_confs, storage_env
+
+MINIO = MinioEndpoint("http://127.0.0.1:9000", "access-xyz", "secret-very-secret")
+
+
+def test_hudi_server_has_every_conf_hudi_needs() -> None:
+    confs = render_server_confs("hudi", port=15002, work_dir=Path("/w"))
+    assert missing_hudi_confs(confs) == []
+    assert confs["spark.connect.grpc.binding.port"] == "15002"
+    assert confs["spark.connect.grpc.interceptor.classes"] == "hudiconnect.LoopbackTokenInterceptor"
+    assert confs["spark.master"] == "local[2]"
+
+
+def test_plain_server_has_no_hudi_conf() -> None:
+    confs = render_server_confs("plain", port=1, work_dir=Path("/w"))
+    assert not set(HUDI_CONFS) & set(confs)
+    assert len(missing_hudi_confs(confs)) == len(REQUIRED_HUDI_CONFS)
+
+
+def test_storage_credentials_never_appear_in_spark_confs() -> None:
+    confs = render_server_confs("hudi", port=1, work_dir=Path("/w"), minio=MINIO)
+    assert confs["spark.hadoop.fs.s3a.endpoint"] == MINIO.endpoint_url
+    assert confs["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    rendered = " ".join(f"{k}={v}" for k, v in confs.items())
+    assert MINIO.secret_key not in rendered and MINIO.access_key not in rendered
+    assert storage_env(MINIO)["AWS_SECRET_ACCESS_KEY"] == MINIO.secret_key
+    assert storage_env(None) == {}
+
+
+def test_cluster_server_caps_executors_to_the_two_workers() -> None:
+    confs = render_server_confs("cluster", port=1, work_dir=Path("/w"), master="spark://127.0.0.1:7077")
+    assert confs["spark.master"] == "spark://127.0.0.1:7077"
+    assert confs["spark.cores.max"] == "2"
+    assert missing_hudi_confs(confs) == []
+
+
+def test_missing_hudi_conf_message_says_what_and_why() -> None:
+    confs = dict(HUDI_CONFS)
+    confs["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
+    problems = missing_hudi_confs(confs)
+    assert len(problems) == 1
+    assert "spark.sql.extensions must include org.apache.spark.sql.hudi.HoodieSparkSessionExtension" in problems[0]
+    assert "zero rows" in problems[0]
+    assert "DeltaSparkSessionExtension" in problems[0]
+    assert issubclass(ServerMisconfiguredError, Exception)
+
+
+def test_connect_url_carries_the_token_but_repr_hides_it() -> None:
+    endpoint = SparkConnectEndpoint("127.0.0.1", 15002, "t0ken", "hudi")
+    assert endpoint.url == "sc://127.0.0.1:15002/;x-hudi-connect-token=t0ken"
+    assert "t0ken" not in repr(endpoint)
+
+
+def test_kafka_is_a_single_kraft_node_on_loopback() -> None:
+    properties = dict(
+        line.split("=", 1) for line in render_server_properties(Path("/d"), 9092, 9093).splitlines()
+    )
+    assert properties["process.roles"] == "broker,controller"
+    assert properties["listeners"] == "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"
+    assert properties["controller.quorum.voters"] == "1@127.0.0.1:9093"
+    assert properties["log.dirs"] == "/d"
+
+
+def test_kraft_cluster_ids_are_22_url_safe_characters_and_unique() -> None:
+    ids = {new_cluster_id() for _ in range(50)}
+    assert len(ids) == 50
+    assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
+
+
+def test_postgres_listens_on_loopback_only() -> None:
+    command = postgres_command(Path("/pg/bin"), Path("/data"), Path("/sock"), 5433)
+    assert command[:5] == ["/pg/bin/postgres", "-D", "/data", "-p", "5433"]
+    assert "listen_addresses=127.0.0.1" in command
+
+
+@pytest.mark.parametrize(("user", "password"), [("hudi", "p@ss/word"), ("a b", "x")])
+def test_postgres_dsn_quotes_credentials(user: str, password: str) -> None:
+    endpoint = PostgresEndpoint("127.0.0.1", 5432, user, password, "hudi")
+    assert endpoint.dsn.startswith("postgresql://")
+    assert "@127.0.0.1:5432/hudi" in endpoint.dsn
+    assert password not in endpoint.dsn or password == "x"
+    assert endpoint.jdbc_url == "jdbc:postgresql://127.0.0.1:5432/hudi"
