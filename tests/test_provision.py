@@ -100,3 +100,14 @@ def test_cache_dir_honours_the_environment(tmp_path: Path, monkeypatch: pytest.M
     assert provision.cache_dir() == tmp_path / "c"
     monkeypatch.delenv("HUDI_CONNECT_CACHE")
     assert provision.cache_dir() == Path.home() / ".cache" / "hudi-connect"
+
+
+def test_command_line_provisions_only_what_is_cached_without_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HUDI_CONNECT_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert provision.main(["minio"]) == 1
+    assert "'go' is not on PATH" in capsys.readouterr().err
+    assert provision.main(["zookeeper"]) == 1
+    assert "unknown components ['zookeeper']" in capsys.readouterr().err

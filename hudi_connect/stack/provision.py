@@ -290,11 +290,11 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("components", nargs="*", default=list(COMPONENTS), choices=[*COMPONENTS, []])
+    parser.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS)} (default: all)")
     args = parser.parse_args(argv)
     try:
         provision(args.components or COMPONENTS)
-    except ProvisioningError as error:
+    except (ProvisioningError, ValueError) as error:
         print(f"hudi-connect provisioning failed: {error}", file=sys.stderr)
         return 1
     return 0
