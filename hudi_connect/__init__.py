@@ -2,19 +2,48 @@
 
 from hudi_connect.errors import (
     HudiConnectError,
+    InvalidInstantError,
+    NotAHudiTableError,
     ProvisioningError,
+    SchemaMismatchError,
     ServerMisconfiguredError,
     ServiceStartError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+    UnsupportedTableVersionError,
+    WriteFailedError,
 )
 from hudi_connect.server import connect, require_hudi_server
+from hudi_connect.table import HistoryEntry, HudiTable
+from hudi_connect.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.timeline import Action, Instant, InstantState, Timeline
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Action",
+    "CdcLoggingMode",
+    "HistoryEntry",
     "HudiConnectError",
+    "HudiTable",
+    "Instant",
+    "InstantState",
+    "InvalidInstantError",
+    "MetadataPartition",
+    "NotAHudiTableError",
     "ProvisioningError",
+    "SchemaMismatchError",
     "ServerMisconfiguredError",
     "ServiceStartError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TableProperties",
+    "TableType",
+    "Timeline",
+    "UnsupportedOperationError",
+    "UnsupportedTableVersionError",
+    "WriteFailedError",
     "__version__",
     "connect",
     "require_hudi_server",

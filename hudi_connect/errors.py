@@ -33,9 +33,54 @@ class ServiceStartError(HudiConnectError):
         super().__init__(message)
 
 
+class TableExistsError(HudiConnectError):
+    """A table already exists where a new one was to be created."""
+
+
+class TableNotFoundError(HudiConnectError):
+    """Nothing exists at the table path."""
+
+
+class NotAHudiTableError(HudiConnectError):
+    """The path exists but holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+
+class UnsupportedTableVersionError(HudiConnectError):
+    """The table's version (``hoodie.table.version``) is one hudi-connect cannot read."""
+
+
+class InvalidInstantError(HudiConnectError):
+    """An instant or instant range that is malformed or not on the table's timeline."""
+
+
+class SchemaMismatchError(HudiConnectError):
+    """Data whose columns or types do not fit the table (missing key columns, incompatible types)."""
+
+
+class UnsupportedOperationError(HudiConnectError):
+    """An operation the table does not support (compaction of a COW table, CDC read without CDC)."""
+
+
+class WriteFailedError(HudiConnectError):
+    """A write did not commit; the table stays readable at its previous state."""
+
+
+class LogDecodeError(HudiConnectError):
+    """A Hudi log file or log block that cannot be decoded: malformed, truncated or of an unsupported version."""
+
+
 __all__ = [
     "HudiConnectError",
+    "InvalidInstantError",
+    "LogDecodeError",
+    "NotAHudiTableError",
     "ProvisioningError",
+    "SchemaMismatchError",
     "ServerMisconfiguredError",
     "ServiceStartError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "UnsupportedOperationError",
+    "UnsupportedTableVersionError",
+    "WriteFailedError",
 ]

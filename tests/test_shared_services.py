@@ -9,7 +9,7 @@ import pytest
 
 from hudi_connect.errors import ServiceStartError
 from hudi_connect.stack.endpoints import KafkaEndpoint
-from hudi_connect.stack.process import RunningService, launch, pid_alive
+from hudi_connect.stack.process import RunningService, ServiceProcess, launch, pid_alive, stop
 from hudi_connect.stack.shared import SharedServices
 
 
@@ -42,8 +42,6 @@ def test_a_dead_service_is_started_again(tmp_path: Path) -> None:
     services = SharedServices(tmp_path)
     services.get("kafka", KafkaEndpoint, _sleeper)
     state = json.loads((tmp_path / "services" / "kafka.json").read_text())
-    from hudi_connect.stack.process import ServiceProcess, stop
-
     stop(ServiceProcess("sleeper", state["processes"][0]["pid"], Path(state["processes"][0]["log"])))
     services.get("kafka", KafkaEndpoint, _sleeper)
     new_state = json.loads((tmp_path / "services" / "kafka.json").read_text())

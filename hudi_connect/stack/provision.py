@@ -290,7 +290,9 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS)} (default: all)")
+    parser.add_argument(
+        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS)} (default: all)"
+    )
     args = parser.parse_args(argv)
     try:
         provision(args.components or COMPONENTS)

@@ -1,0 +1,78 @@
+"""Reading files of a table through the Spark Connect server.
+
+The client has no storage credentials: listings and small files (the
+timeline, ``hoodie.properties``) come back through Spark's ``binaryFile``
+source. Spark's file sources skip names that start with ``.`` or ``_``, so
+only visible names can be listed this way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str  # as Spark reports it, e.g. file:/tmp/t/.hoodie/timeline/x.commit
+    name: str
+    size: int
+    modification_time_ms: int
+
+
+def _is_missing_path(error: AnalysisException) -> bool:
+    text = str(error)
+    return "PATH_NOT_FOUND" in text or "Path does not exist" in text
+
+
+def list_files(spark: SparkSession, pattern: str) -> list[RemoteFile]:
+    """Files matching a Hadoop glob (non-recursive patterns keep listings small); [] if none."""
+    try:
+        rows = (
+            spark.read.format("binaryFile").load(pattern)
+            .select("path", "length", F.col("modificationTime").cast("long").alias("mtime"))
+            .collect()
+        )
+    except AnalysisException as error:
+        if _is_missing_path(error):
+            return []
+        raise
+    return [
+        RemoteFile(r.path, r.path.rsplit("/", 1)[-1], int(r.length), int(r.mtime) * 1000)
+        for r in rows
+    ]
+
+
+def read_files(spark: SparkSession, paths: Iterable[str]) -> dict[str, bytes]:
+    """The content of each path (as listed by :func:`list_files`), in one round trip."""
+    wanted = sorted(set(paths))
+    if not wanted:
+        return {}
+    rows = spark.read.format("binaryFile").load(wanted).select("path", "content").collect()
+    return {r.path: bytes(r.content) for r in rows}
+
+
+def read_file(spark: SparkSession, path: str) -> bytes | None:
+    """One file's content, or None when it does not exist."""
+    try:
+        rows = spark.read.format("binaryFile").load(path).select("content").collect()
+    except AnalysisException as error:
+        if _is_missing_path(error):
+            return None
+        raise
+    return bytes(rows[0].content) if rows else None
+
+
+def path_exists(spark: SparkSession, path: str) -> bool:
+    """Whether anything exists at ``path`` (lists it: use on error paths only)."""
+    try:
+        spark.read.format("binaryFile").option("pathGlobFilter", "\0").load(path).limit(1).collect()
+    except AnalysisException as error:
+        if _is_missing_path(error):
+            return False
+        raise
+    return True

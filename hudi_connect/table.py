@@ -1,0 +1,479 @@
+"""``HudiTable``: a typed Python API for one Hudi table over Spark Connect.
+
+Every operation is a Spark plan or a Hudi SQL procedure executed by the
+server; the client holds only the ``sc://`` session. Writes return the instant
+they committed, reads return DataFrames.
+
+    table = HudiTable.create(spark, "s3a://bucket/trips", "id int, city string, ts long",
+                             record_key="id", ordering_field="ts", partition_by="city")
+    instant = table.upsert(df)
+    table.snapshot().show()
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from hudi_connect import options as opts
+from hudi_connect import remote_files
+from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.errors import (
+    InvalidInstantError,
+    NotAHudiTableError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+    WriteFailedError,
+)
+from hudi_connect.options import TableSpec, WriteOperation
+from hudi_connect.schema_check import check_write_schema, ensure_columns, ensure_no_null_keys
+from hudi_connect.server import require_hudi_server
+from hudi_connect.table_config import (
+    CdcLoggingMode,
+    MetadataPartition,
+    TableProperties,
+    TableType,
+    parse_java_properties,
+)
+from hudi_connect.timeline import Instant, Timeline, parse_instant_file_name, validate_instant_time
+
+META_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One instant of :meth:`HudiTable.history`, newest first (like ``DeltaTable.history()``)."""
+
+    requested_time: str
+    completion_time: str | None
+    action: str
+    state: str
+    operation_type: str | None
+    partitions_written: int
+    files_written: int
+    records_written: int
+    inserts: int
+    updates: int
+    deletes: int
+    bytes_written: int
+
+
+def _names(value: str | Sequence[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:500] if text else type(error).__name__
+
+
+class HudiTable:
+    """One Hudi table, addressed by its base path on the server's storage."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        base_path: str,
+        properties: TableProperties,
+        write_options: dict[str, str] | None = None,
+    ) -> None:
+        self._spark = spark
+        self._base_path = base_path.rstrip("/")
+        self._properties = properties
+        self._write_options = dict(write_options or {})
+        self._metadata_cache: dict[str, CommitMetadata] = {}
+        self.compaction = Compaction(self)
+
+    # --- opening and creating ---------------------------------------------------------
+
+    @classmethod
+    def open(cls, spark: SparkSession, path: str, *, options: dict[str, str] | None = None) -> HudiTable:
+        """Open the table at ``path``; TableNotFoundError / NotAHudiTableError otherwise.
+
+        ``options`` (``hoodie.*`` writer settings) apply to every write through this object.
+        """
+        require_hudi_server(spark)
+        return cls(spark, path, load_properties(spark, path), options)
+
+    @classmethod
+    def exists(cls, spark: SparkSession, path: str) -> bool:
+        return remote_files.read_file(spark, f"{path.rstrip('/')}/.hoodie/hoodie.properties") is not None
+
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession,
+        path: str,
+        schema: StructType | str,
+        *,
+        record_key: str | Sequence[str],
+        ordering_field: str | None = None,
+        partition_by: str | Sequence[str] = (),
+        table_type: TableType | str = TableType.MERGE_ON_READ,
+        cdc: CdcLoggingMode | str | None = None,
+        metadata_table: bool = True,
+        metadata_indexes: Sequence[MetadataPartition | str] = (),
+        options: dict[str, str] | None = None,
+        name: str | None = None,
+    ) -> HudiTable:
+        """Create an empty table with its configuration fixed by a first, empty commit.
+
+        ``cdc`` turns on Hudi's CDC logging with the given supplemental logging
+        mode; ``options`` passes any other ``hoodie.*`` setting through.
+        """
+        require_hudi_server(spark)
+        empty = spark.createDataFrame([], schema)
+        spec = TableSpec(
+            name=name or path.rstrip("/").rsplit("/", 1)[-1].replace("-", "_"),
+            record_key=_names(record_key),
+            ordering_field=ordering_field,
+            partition_by=_names(partition_by),
+            table_type=TableType(table_type),
+            cdc=CdcLoggingMode(cdc) if cdc is not None else None,
+            metadata_table=metadata_table,
+            metadata_indexes=tuple(MetadataPartition(i) for i in metadata_indexes),
+            options=dict(options or {}),
+        )
+        if not spec.record_key:
+            raise ValueError("record_key must name at least one column")
+        needed = [*spec.record_key, *spec.partition_by, *([ordering_field] if ordering_field else [])]
+        ensure_columns(empty.schema, needed, what=f"the schema of the new table at {path}")
+        if cls.exists(spark, path):
+            raise TableExistsError(f"a Hudi table already exists at {path}; open it with HudiTable.open")
+        write_options = opts.create_options(spec) | opts.operation_options(WriteOperation.INSERT)
+        try:
+            empty.write.format("hudi").options(**write_options).mode("append").save(path)
+        except PySparkException as error:
+            raise WriteFailedError(f"creating the table at {path} failed: {_first_line(error)}") from error
+        return cls(spark, path, load_properties(spark, path), options)
+
+    # --- what the table is -------------------------------------------------------------
+
+    @property
+    def spark(self) -> SparkSession:
+        return self._spark
+
+    @property
+    def base_path(self) -> str:
+        return self._base_path
+
+    @property
+    def properties(self) -> TableProperties:
+        return self._properties
+
+    def refresh(self) -> HudiTable:
+        """Re-read ``hoodie.properties`` (after another writer changed the table)."""
+        self._properties = load_properties(self._spark, self._base_path)
+        return self
+
+    @property
+    def schema(self) -> StructType:
+        """The table's data columns (no Hudi meta columns)."""
+        return self.snapshot().schema
+
+    def timeline(self) -> Timeline:
+        """The active timeline, listed through the server."""
+        directory = f"{self._base_path}/.hoodie"
+        if self._properties.timeline_dir:
+            directory += f"/{self._properties.timeline_dir}"
+        files = remote_files.list_files(self._spark, f"{directory}/[0-9]*")
+        parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files)
+        return Timeline.from_files(p for p in parsed if p is not None)
+
+    def commit_metadata(self, instants: Sequence[Instant]) -> dict[Instant, CommitMetadata]:
+        """Decoded metadata of completed write instants, read once and cached (they never change)."""
+        wanted = {self._instant_file(i): i for i in instants if i.is_completed and i.writes_data}
+        missing = [path for path in wanted if path not in self._metadata_cache]
+        for path, content in _read_by_suffix(self._spark, missing).items():
+            self._metadata_cache[path] = decode_commit_metadata(content, name=path)
+        return {instant: self._metadata_cache[path] for path, instant in wanted.items() if path in self._metadata_cache}
+
+    def history(self, limit: int | None = None) -> list[HistoryEntry]:
+        """Instants newest first, with operation type and write statistics."""
+        instants = list(reversed(self.timeline().instants))[:limit]
+        metadata = self.commit_metadata(instants)
+        entries = []
+        for instant in instants:
+            meta = metadata.get(instant)
+            stats = meta.write_stats if meta else ()
+            entries.append(HistoryEntry(
+                requested_time=instant.requested_time,
+                completion_time=instant.completion_time,
+                action=instant.action.value,
+                state=instant.state.value,
+                operation_type=meta.operation_type if meta else None,
+                partitions_written=len(meta.partitions) if meta else 0,
+                files_written=len(stats),
+                records_written=sum(s.num_writes for s in stats),
+                inserts=sum(s.num_inserts for s in stats),
+                updates=sum(s.num_updates for s in stats),
+                deletes=sum(s.num_deletes for s in stats),
+                bytes_written=sum(s.total_write_bytes for s in stats),
+            ))
+        return entries
+
+    def _instant_file(self, instant: Instant) -> str:
+        directory = f"{self._base_path}/.hoodie"
+        action = instant.action.value
+        if self._properties.timeline_dir:
+            timeline = f"{directory}/{self._properties.timeline_dir}"
+            return f"{timeline}/{instant.requested_time}_{instant.completion_time}.{action}"
+        return f"{directory}/{instant.requested_time}.{action}"
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def insert(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
+        """Insert new records (no lookup of existing keys: inserting an existing key duplicates it)."""
+        return self._write(df, WriteOperation.INSERT, extra_options=options)
+
+    def bulk_insert(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
+        return self._write(df, WriteOperation.BULK_INSERT, extra_options=options)
+
+    def upsert(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
+        """Insert new keys and update existing ones, ordered by the ordering field."""
+        return self._write(df, WriteOperation.UPSERT, extra_options=options)
+
+    def insert_overwrite(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
+        """Replace the partitions present in ``df`` with its rows."""
+        return self._write(df, WriteOperation.INSERT_OVERWRITE, extra_options=options)
+
+    def insert_overwrite_table(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
+        """Replace the whole table with ``df``."""
+        return self._write(df, WriteOperation.INSERT_OVERWRITE_TABLE, extra_options=options)
+
+    def delete(self, keys: DataFrame) -> Instant:
+        """Delete the records whose keys are in ``keys`` (record key columns, partition columns optional)."""
+        props = self._properties
+        ensure_columns(keys.schema, props.record_key_fields, what="the DataFrame of keys to delete")
+        missing_partition = [c for c in props.partition_fields if c not in keys.columns]
+        if missing_partition:  # the simple index needs each key's partition: look it up
+            located = self.snapshot().select(*props.record_key_fields, *props.partition_fields)
+            keys = located.join(keys.select(*props.record_key_fields).distinct(), list(props.record_key_fields))
+        return self._write(keys, WriteOperation.DELETE, check_schema=False)
+
+    def delete_where(self, condition: str | Column) -> Instant:
+        """Delete every record matching a SQL condition on the table's columns."""
+        props = self._properties
+        columns = [*props.record_key_fields, *props.partition_fields, *props.ordering_fields]
+        matching = self.snapshot().where(condition).select(*dict.fromkeys(columns))
+        return self._write(matching, WriteOperation.DELETE, check_schema=False)
+
+    def delete_partitions(self, partitions: Sequence[str]) -> Instant:
+        """Drop whole partitions, given as partition paths (``city=paris``, or ``paris`` for one field)."""
+        if isinstance(partitions, str):
+            raise TypeError("partitions must be a sequence of partition paths, not one string")
+        props = self._properties
+        if not props.partitioned:
+            raise UnsupportedOperationError(f"the table at {self._base_path} is not partitioned")
+        paths = [self._partition_path(p) for p in partitions]
+        if not paths:
+            raise ValueError("name at least one partition to delete")
+        empty = self._spark.createDataFrame([], self.schema)
+        return self._write(empty, WriteOperation.DELETE_PARTITION, partitions_to_delete=paths, check_schema=False)
+
+    def _partition_path(self, partition: str) -> str:
+        props = self._properties
+        if "=" in partition or "/" in partition or not props.hive_style_partitioning:
+            return partition.strip("/")
+        if len(props.partition_fields) != 1:
+            raise ValueError(f"give full partition paths for a table partitioned by {props.partition_fields}")
+        return f"{props.partition_fields[0]}={partition}"
+
+    def _write(
+        self,
+        df: DataFrame,
+        operation: WriteOperation,
+        *,
+        partitions_to_delete: Sequence[str] = (),
+        check_schema: bool = True,
+        extra_options: dict[str, str] | None = None,
+    ) -> Instant:
+        props = self._properties
+        required = [*props.record_key_fields, *props.partition_fields]
+        if operation is not WriteOperation.DELETE and operation is not WriteOperation.DELETE_PARTITION:
+            required += list(props.ordering_fields)
+        if operation is not WriteOperation.DELETE_PARTITION:
+            ensure_columns(df.schema, required, what=f"the DataFrame to {operation.value}")
+            ensure_no_null_keys(df, props.record_key_fields)
+        if check_schema:
+            check_write_schema(df.schema, self.schema, table=self._base_path)
+        write_options = (
+            opts.table_write_options(props)
+            | self._write_options
+            | opts.operation_options(operation, partitions_to_delete)
+            | (extra_options or {})
+        )
+        before = self.timeline()
+        try:
+            df.write.format("hudi").options(**write_options).mode("append").save(self._base_path)
+        except PySparkException as error:
+            raise WriteFailedError(
+                f"{operation.value} into {self._base_path} failed and was not committed; the table keeps "
+                f"its previous state. Cause: {_first_line(error)}"
+            ) from error
+        return self._new_instant(before, what=operation.value)
+
+    def _new_instant(self, before: Timeline, *, what: str) -> Instant:
+        new = self.timeline().after(before).write_commits()
+        first = new.first()
+        if first is None:
+            raise WriteFailedError(f"{what} on {self._base_path} finished but no new commit is on the timeline")
+        return first
+
+    # --- table services --------------------------------------------------------------------------
+
+    def cluster(self) -> Instant | None:
+        """Schedule and run clustering (rewrites files, changes no record); None if nothing to do."""
+        before = self.timeline()
+        self._call(f"call run_clustering(path => {_sql_string(self._base_path)})")
+        return self.timeline().after(before).write_commits().first()
+
+    def clean(self, retain_commits: int | None = None) -> Instant | None:
+        """Remove file versions no longer needed (Hudi's cleaner); None if nothing was cleaned."""
+        # run_clean takes only a catalog table name: register the path under a throw-away name.
+        name = f"hudi_connect_clean_{uuid.uuid4().hex[:12]}"
+        self._call(f"create table {name} using hudi location {_sql_string(self._base_path)}")
+        try:
+            arguments = f"table => '{name}'"
+            if retain_commits is not None:
+                arguments += f", retain_commits => {int(retain_commits)}"
+            rows = self._call(f"call run_clean({arguments})")
+        finally:
+            self._call(f"drop table if exists {name}")  # an external table: the data stays
+        started = rows[0].get("start_clean_time") if rows else None
+        return self.timeline().find(str(started)) if started is not None else None
+
+    def _call(self, sql: str) -> list[dict[str, object]]:
+        try:
+            return [row.asDict() for row in self._spark.sql(sql).collect()]
+        except PySparkException as error:
+            raise WriteFailedError(f"'{sql}' failed on {self._base_path}: {_first_line(error)}") from error
+
+    # --- reads -----------------------------------------------------------------------------------------
+
+    def _read(self, options: dict[str, str]) -> DataFrame:
+        return self._spark.read.format("hudi").options(**options).load(self._base_path)
+
+    def snapshot(self, *, with_meta_columns: bool = False) -> DataFrame:
+        """The latest state of every record."""
+        df = self._read(opts.snapshot_options())
+        return df if with_meta_columns else df.drop(*META_COLUMNS)
+
+    def read_optimized(self, *, with_meta_columns: bool = False) -> DataFrame:
+        """Base files only: for MOR, the state as of the last compaction of each file group."""
+        df = self._read(opts.read_optimized_options())
+        return df if with_meta_columns else df.drop(*META_COLUMNS)
+
+    def as_of(self, instant: Instant | str, *, with_meta_columns: bool = False) -> DataFrame:
+        """Time travel: the table as of a completed instant (by requested time)."""
+        requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
+        first = self.timeline().write_commits().first()
+        if first is None or requested < first.requested_time:
+            raise InvalidInstantError(
+                f"cannot read {self._base_path} as of {requested}: its first commit is "
+                f"{first.requested_time if first else 'not there yet'}"
+            )
+        df = self._read(opts.time_travel_options(requested))
+        return df if with_meta_columns else df.drop(*META_COLUMNS)
+
+    def _range_time(self, instant: Instant | str) -> str:
+        """The time Hudi compares in incremental ranges: completion time on version 8+ tables."""
+        if isinstance(instant, str):
+            return "000" if instant == "earliest" else validate_instant_time(instant)
+        if self._properties.version >= 8:
+            if instant.completion_time is None:
+                raise InvalidInstantError(f"instant {instant.requested_time} has not completed")
+            return instant.completion_time
+        return instant.requested_time
+
+    def incremental(
+        self, begin: Instant | str, end: Instant | str | None = None, *, with_meta_columns: bool = False
+    ) -> DataFrame:
+        """Latest state of the records changed by commits in (begin, end]; 'earliest' starts at the beginning."""
+        begin_time = self._range_time(begin)
+        end_time = self._range_time(end) if end is not None else None
+        if end_time is not None and end_time < begin_time:
+            raise InvalidInstantError(f"the incremental range ({begin_time}, {end_time}] ends before it begins")
+        df = self._read(opts.incremental_options(begin_time, end_time))
+        return df if with_meta_columns else df.drop(*META_COLUMNS)
+
+    def hudi_cdc(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
+        """Hudi's own CDC query (needs ``hoodie.table.cdc.enabled``), kept for comparison and fallback."""
+        if not self._properties.cdc_enabled:
+            raise UnsupportedOperationError(
+                f"the table at {self._base_path} was not created with CDC enabled (hoodie.table.cdc.enabled), "
+                "so Hudi's CDC query refuses it"
+            )
+        begin_time = self._range_time(begin)
+        end_time = self._range_time(end) if end is not None else None
+        return self._read(opts.incremental_options(begin_time, end_time, cdc=True))
+
+
+class Compaction:
+    """MOR compaction: ``table.compaction.schedule()`` then ``table.compaction.run()``."""
+
+    def __init__(self, table: HudiTable) -> None:
+        self._table = table
+
+    def _require_mor(self) -> None:
+        if self._table.properties.table_type is not TableType.MERGE_ON_READ:
+            raise UnsupportedOperationError(
+                f"compaction needs a MERGE_ON_READ table; {self._table.base_path} is COPY_ON_WRITE"
+            )
+
+    def schedule(self) -> Instant | None:
+        """Plan a compaction of every file group with log files; None if there is nothing to compact."""
+        self._require_mor()
+        path = _sql_string(self._table.base_path)
+        rows = self._table._call(
+            f"call run_compaction(op => 'schedule', path => {path}, "
+            "options => 'hoodie.compact.inline.max.delta.commits=1')"
+        )
+        if not rows:
+            return None
+        return self._table.timeline().find(str(rows[0]["timestamp"]))
+
+    def run(self) -> list[Instant]:
+        """Execute every pending compaction plan; returns the completed compaction instants."""
+        self._require_mor()
+        before = self._table.timeline()
+        self._table._call(f"call run_compaction(op => 'run', path => {_sql_string(self._table.base_path)})")
+        return list(self._table.timeline().after(before).write_commits())
+
+
+def load_properties(spark: SparkSession, path: str) -> TableProperties:
+    """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
+    base = path.rstrip("/")
+    content = remote_files.read_file(spark, f"{base}/.hoodie/hoodie.properties")
+    if content is None:
+        if not remote_files.path_exists(spark, base):
+            raise TableNotFoundError(f"no table at {path}: the path does not exist")
+        raise NotAHudiTableError(f"{path} is not a Hudi table: it has no .hoodie/hoodie.properties")
+    raw = parse_java_properties(content.decode("utf-8", errors="replace"))
+    return TableProperties.from_properties(raw, where=f"the table at {path}")
+
+
+def _read_by_suffix(spark: SparkSession, wanted_paths: Sequence[str]) -> dict[str, bytes]:
+    """Read files named by ``base_path``-style paths; Spark reports them as URIs, so match by suffix."""
+    if not wanted_paths:
+        return {}
+    contents = remote_files.read_files(spark, wanted_paths)
+    by_name = {uri.rsplit("/", 1)[-1]: data for uri, data in contents.items()}
+    return {p: by_name[p.rsplit("/", 1)[-1]] for p in wanted_paths if p.rsplit("/", 1)[-1] in by_name}
+
