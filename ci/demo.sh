@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${HUDI_CONNECT_CACHE:-$HOME/.cache/hudi-connect}"
-bash ci/setup.sh jars interceptor
+bash ci/setup.sh jars interceptor server-python
 exec "$CACHE/venv/bin/hudi-connect" demo "$@"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.table_schema import META_COLUMNS
+
 DEMO_SCHEMA = "id int, name string, city string, amount double, ts long"
-META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
-                "_hoodie_partition_path", "_hoodie_file_name")
 
 
 def hudi_options(table_name: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from hudi_connect.stack.spark_connect import start_spark_connect
 @contextmanager
 def local_hudi_server(run_dir: Path | None = None) -> Iterator[str]:
     """Provision (if needed) and start a Hudi Connect server on local[2]; yields its ``sc://`` URL."""
-    provision.provision(["jars", "interceptor"])
+    provision.provision(["jars", "interceptor", "server-python"])
     owned = run_dir is None
     directory = Path(tempfile.mkdtemp(prefix="hudi-connect-local-")) if run_dir is None else run_dir
     try:

@@ -22,12 +22,10 @@ from pyspark.sql.types import StructType
 
 from hudi_connect import options as opts
 from hudi_connect import remote_files
-from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.commit_metadata import CommitMetadata
 from hudi_connect.errors import (
     InvalidInstantError,
-    NotAHudiTableError,
     TableExistsError,
-    TableNotFoundError,
     UnsupportedOperationError,
     WriteFailedError,
 )
@@ -39,17 +37,10 @@ from hudi_connect.table_config import (
     MetadataPartition,
     TableProperties,
     TableType,
-    parse_java_properties,
 )
-from hudi_connect.timeline import Instant, Timeline, parse_instant_file_name, validate_instant_time
-
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
+from hudi_connect.table_schema import META_COLUMNS
+from hudi_connect.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.timeline_view import TimelineView, load_properties
 
 
 @dataclass(frozen=True)
@@ -97,7 +88,7 @@ class HudiTable:
         self._base_path = base_path.rstrip("/")
         self._properties = properties
         self._write_options = dict(write_options or {})
-        self._metadata_cache: dict[str, CommitMetadata] = {}
+        self._view = TimelineView(spark, self._base_path, properties)
         self.compaction = Compaction(self)
 
     # --- opening and creating ---------------------------------------------------------
@@ -180,6 +171,7 @@ class HudiTable:
     def refresh(self) -> HudiTable:
         """Re-read ``hoodie.properties`` (after another writer changed the table)."""
         self._properties = load_properties(self._spark, self._base_path)
+        self._view = TimelineView(self._spark, self._base_path, self._properties)
         return self
 
     @property
@@ -189,20 +181,11 @@ class HudiTable:
 
     def timeline(self) -> Timeline:
         """The active timeline, listed through the server."""
-        directory = f"{self._base_path}/.hoodie"
-        if self._properties.timeline_dir:
-            directory += f"/{self._properties.timeline_dir}"
-        files = remote_files.list_files(self._spark, f"{directory}/[0-9]*")
-        parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files)
-        return Timeline.from_files(p for p in parsed if p is not None)
+        return self._view.timeline()
 
     def commit_metadata(self, instants: Sequence[Instant]) -> dict[Instant, CommitMetadata]:
         """Decoded metadata of completed write instants, read once and cached (they never change)."""
-        wanted = {self._instant_file(i): i for i in instants if i.is_completed and i.writes_data}
-        missing = [path for path in wanted if path not in self._metadata_cache]
-        for path, content in _read_by_suffix(self._spark, missing).items():
-            self._metadata_cache[path] = decode_commit_metadata(content, name=path)
-        return {instant: self._metadata_cache[path] for path, instant in wanted.items() if path in self._metadata_cache}
+        return self._view.commit_metadata(instants)
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Instants newest first, with operation type and write statistics."""
@@ -227,14 +210,6 @@ class HudiTable:
                 bytes_written=sum(s.total_write_bytes for s in stats),
             ))
         return entries
-
-    def _instant_file(self, instant: Instant) -> str:
-        directory = f"{self._base_path}/.hoodie"
-        action = instant.action.value
-        if self._properties.timeline_dir:
-            timeline = f"{directory}/{self._properties.timeline_dir}"
-            return f"{timeline}/{instant.requested_time}_{instant.completion_time}.{action}"
-        return f"{directory}/{instant.requested_time}.{action}"
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -455,25 +430,3 @@ class Compaction:
         before = self._table.timeline()
         self._table._call(f"call run_compaction(op => 'run', path => {_sql_string(self._table.base_path)})")
         return list(self._table.timeline().after(before).write_commits())
-
-
-def load_properties(spark: SparkSession, path: str) -> TableProperties:
-    """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
-    base = path.rstrip("/")
-    content = remote_files.read_file(spark, f"{base}/.hoodie/hoodie.properties")
-    if content is None:
-        if not remote_files.path_exists(spark, base):
-            raise TableNotFoundError(f"no table at {path}: the path does not exist")
-        raise NotAHudiTableError(f"{path} is not a Hudi table: it has no .hoodie/hoodie.properties")
-    raw = parse_java_properties(content.decode("utf-8", errors="replace"))
-    return TableProperties.from_properties(raw, where=f"the table at {path}")
-
-
-def _read_by_suffix(spark: SparkSession, wanted_paths: Sequence[str]) -> dict[str, bytes]:
-    """Read files named by ``base_path``-style paths; Spark reports them as URIs, so match by suffix."""
-    if not wanted_paths:
-        return {}
-    contents = remote_files.read_files(spark, wanted_paths)
-    by_name = {uri.rsplit("/", 1)[-1]: data for uri, data in contents.items()}
-    return {p: by_name[p.rsplit("/", 1)[-1]] for p in wanted_paths if p.rsplit("/", 1)[-1] in by_name}
-

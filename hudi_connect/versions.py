@@ -85,3 +85,8 @@ KAFKA_BROKER_JARS = JarSet(
 )
 
 ALL_JAR_SETS = (SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS)
+
+# The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus
+# fastavro for Hudi's Avro log blocks. hudi_connect itself is not installed
+# there; it reaches the workers as a session artifact.
+SERVER_PYTHON_PACKAGES = ("pyarrow==20.0.0", "pandas==2.2.3", "numpy==1.26.4", "fastavro==1.13.1")

@@ -4,8 +4,6 @@ table as of every completed write commit."""
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,33 +13,15 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import SparkSession
 
-from hudi_connect.table import META_COLUMNS, HudiTable
+from hudi_connect.table import HudiTable
+from hudi_connect.table_schema import META_COLUMNS
+from hudi_connect.testing.compare import arrow_multiset, row_multiset
 from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
-
-
-def normalise(value: Any) -> Any:
-    """One comparable form for what Spark's collect() and Arrow's to_pylist() return."""
-    if isinstance(value, dict):
-        return tuple(sorted((normalise(k), normalise(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(normalise(v) for v in value)
-    if isinstance(value, decimal.Decimal):
-        return str(value.normalize())
-    if isinstance(value, float):
-        return round(value, 5)
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value.isoformat()
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).hex()
-    return value
 
 
 def rows_of_spark(table: HudiTable, columns: list[str], as_of: str | None = None) -> Counter[tuple[Any, ...]]:
     df = table.as_of(as_of) if as_of else table.snapshot()
-    records = (r.asDict(recursive=True) for r in df.select(*columns).collect())
-    return Counter(tuple(normalise(r[c]) for c in columns) for r in records)
+    return row_multiset((r.asDict(recursive=True) for r in df.select(*columns).collect()), columns)
 
 
 def rows_of_hudi_rs(base: Path, columns: list[str], as_of: str | None = None) -> Counter[tuple[Any, ...]]:
@@ -50,9 +30,7 @@ def rows_of_hudi_rs(base: Path, columns: list[str], as_of: str | None = None) ->
     batches = rs_table.read(options)
     if not batches:
         return Counter()
-    arrow = pa.Table.from_batches(batches)
-    records = arrow.select(columns).to_pylist(maps_as_pydicts="strict")
-    return Counter(tuple(normalise(r[c]) for c in columns) for r in records)
+    return arrow_multiset(pa.Table.from_batches(batches), columns)
 
 
 @pytest.mark.parametrize("name", fixture_names())

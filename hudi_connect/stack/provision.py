@@ -257,6 +257,29 @@ def ensure_postgres() -> Path:
     return found
 
 
+# --- the servers' worker Python ----------------------------------------------------------
+
+def server_python() -> Path:
+    return cache_dir() / "server-python" / "bin" / "python"
+
+
+def ensure_server_python() -> Path:
+    """A Python for Spark's workers with only pyarrow, pandas, numpy and fastavro."""
+    python = server_python()
+    digest = spec_digest(sys.version + " ".join(versions.SERVER_PYTHON_PACKAGES))
+    marker = python.parent.parent / ".complete"
+    if python.is_file() and _marker_matches(marker, digest):
+        return python
+    progress("creating the servers' worker Python (pyarrow, pandas, fastavro)")
+    home = python.parent.parent
+    shutil.rmtree(home, ignore_errors=True)
+    _run([sys.executable, "-m", "venv", str(home)], what="python -m venv for the server Python")
+    _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *versions.SERVER_PYTHON_PACKAGES],
+         what="pip install of the server Python's packages")
+    marker.write_text(digest)
+    return python
+
+
 # --- driver --------------------------------------------------------------------------------
 
 def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None) -> None:
@@ -266,7 +289,7 @@ def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None
         raise ProvisioningError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n{tail}")
 
 
-COMPONENTS = ("jars", "interceptor", "minio", "postgres")
+COMPONENTS = ("jars", "interceptor", "server-python", "minio", "postgres")
 
 
 def provision(components: Sequence[str] = COMPONENTS) -> None:
@@ -281,6 +304,8 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
             ensure_jars(jar_set)
     if "interceptor" in components:
         ensure_interceptor_jar()
+    if "server-python" in components:
+        ensure_server_python()
     if "minio" in components:
         ensure_minio()
     if "postgres" in components:

@@ -85,6 +85,7 @@ def render_server_confs(
     work_dir: Path,
     minio: MinioEndpoint | None = None,
     master: str = "local[2]",
+    worker_python: str = sys.executable,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Every ``--conf`` of a Connect server of the given flavor (pure: no I/O)."""
@@ -100,7 +101,7 @@ def render_server_confs(
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.host": LOOPBACK,
         "spark.driver.bindAddress": LOOPBACK,
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": worker_python,
     }
     if flavor != "plain":
         confs.update(HUDI_CONFS)
@@ -147,8 +148,10 @@ def start_spark_connect(
     (work_dir / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     token = secrets.token_urlsafe(24)
-    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master, extra=extra_confs)
-    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, **storage_env(minio)})
+    worker_python = str(provision.ensure_server_python())
+    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master,
+                                worker_python=worker_python, extra=extra_confs)
+    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python, **storage_env(minio)})
     log = work_dir / "server.log"
     process, popen = launch(f"spark connect ({flavor})", server_command(flavor, confs), log=log, env=env, cwd=work_dir)
     wait_until_ready(process, lambda: port_open(port) and log_contains(log, READY_MARKER), timeout=timeout, popen=popen)
@@ -162,7 +165,9 @@ def start_standalone_cluster(
     home = run_dir / "spark-cluster"
     home.mkdir(parents=True, exist_ok=True)
     spark_class = str(spark_home() / "bin" / "spark-class")
-    env = spark_env(storage_env(minio))  # executors inherit the workers' environment
+    worker_python = str(provision.ensure_server_python())
+    # executors inherit the workers' environment
+    env = spark_env({"PYSPARK_PYTHON": worker_python, **storage_env(minio)})
     port = free_port()
     master_url = f"spark://{LOOPBACK}:{port}"
     master_log = home / "master.log"

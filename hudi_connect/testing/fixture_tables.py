@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import os
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+
+from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.fs_view import StoredFile, replaced_file_groups
+from hudi_connect.table_config import TableProperties, parse_java_properties
+from hudi_connect.timeline import Instant, Timeline, parse_instant_file_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,8 +25,15 @@ def fixtures_dir() -> Path:
 
 
 def fixture_names() -> list[str]:
-    """Every fixture table (zip stem); [] when the fixtures are not there."""
-    return sorted(p.stem for p in fixtures_dir().glob("*.zip"))
+    """Every fixture table (zip stem); FileNotFoundError when there are none, so that
+    tests parametrized over them fail at collection instead of silently running none."""
+    names = sorted(p.stem for p in fixtures_dir().glob("*.zip"))
+    if not names:
+        raise FileNotFoundError(
+            f"no fixture tables in {fixtures_dir()}: check out shared/ beside the repository "
+            "or set HUDI_CONNECT_FIXTURES"
+        )
+    return names
 
 
 def unzip_fixture(name: str, destination: Path) -> Path:
@@ -38,3 +51,39 @@ def unzip_fixture(name: str, destination: Path) -> Path:
     for path in [target, *target.rglob("*")]:  # readable by servers running as other users
         path.chmod(0o755 if path.is_dir() else 0o644)
     return base
+
+
+@dataclass(frozen=True)
+class LocalTableView:
+    """A table on the local disk read without Spark: for oracles and pure tests."""
+
+    properties: TableProperties
+    timeline: Timeline
+    metadata: dict[Instant, CommitMetadata]
+    files: list[StoredFile]
+
+    @property
+    def replaced(self) -> frozenset[tuple[str, str]]:
+        return replaced_file_groups(self.metadata)
+
+
+def local_table_view(base: Path) -> LocalTableView:
+    """Properties, timeline, write-commit metadata and data files of a local table."""
+    props = TableProperties.from_properties(
+        parse_java_properties((base / ".hoodie" / "hoodie.properties").read_text())
+    )
+    timeline_dir = base / ".hoodie" / props.timeline_dir if props.timeline_dir else base / ".hoodie"
+    instant_files = {p.name: p for p in timeline_dir.iterdir() if p.is_file()}
+    parsed = [parse_instant_file_name(n, int(p.stat().st_mtime * 1000)) for n, p in instant_files.items()]
+    timeline = Timeline.from_files(p for p in parsed if p is not None)
+    metadata = {}
+    for instant in timeline.write_commits():
+        name = (f"{instant.requested_time}_{instant.completion_time}.{instant.action.value}"
+                if props.timeline_dir else f"{instant.requested_time}.{instant.action.value}")
+        metadata[instant] = decode_commit_metadata(instant_files[name].read_bytes())
+    files = [
+        StoredFile(str(p.parent.relative_to(base)) if p.parent != base else "", p.name, p.stat().st_size)
+        for p in base.rglob("*")
+        if p.is_file() and p.relative_to(base).parts[0] != ".hoodie"
+    ]
+    return LocalTableView(props, timeline, metadata, files)

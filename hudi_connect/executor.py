@@ -1,0 +1,180 @@
+"""Functions that run inside Spark's Python workers (``mapInArrow``), shipped as a
+session artifact so that the server's Python needs only pyarrow and fastavro.
+
+- :func:`list_table_files`: list a table's data files, hidden log files included.
+- :func:`read_file_slices`: read file slices (base file plus log files) and
+  merge them by record key as Hudi's snapshot readers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from hudi_connect.log.blocks import data_block_records, delete_records, rollback_target
+from hudi_connect.log.format import LogBlockType, read_log_blocks
+from hudi_connect.merge import KEY, ORD, SEQ, LogRecords, merge_slice
+from hudi_connect.storage import filesystem_for, join, read_bytes
+
+LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
+SLICE_SCHEMA = pa.schema([
+    ("partition", pa.string()), ("file_id", pa.string()), ("base_file", pa.string()),
+    ("log_files", pa.list_(pa.string())),
+])
+RECORD_KEY_COLUMN = "_hoodie_record_key"
+COMMIT_TIME_COLUMN = "_hoodie_commit_time"
+IS_DELETED_COLUMN = "_hoodie_is_deleted"
+
+
+def list_table_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each input row (``base_uri``): every file below it outside ``.hoodie``."""
+    for batch in batches:
+        for base_uri in batch.column("base_uri").to_pylist():
+            filesystem, root = filesystem_for(base_uri)
+            root = root.rstrip("/")
+            partitions, names, sizes = [], [], []
+            selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+            for info in filesystem.get_file_info(selector):
+                if info.type != pafs.FileType.File:
+                    continue
+                relative = info.path[len(root) + 1:]
+                if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
+                    continue
+                partition, _, name = relative.rpartition("/")
+                partitions.append(partition)
+                names.append(name)
+                sizes.append(info.size or 0)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(partitions, pa.string()), pa.array(names, pa.string()), pa.array(sizes, pa.int64())],
+                schema=LISTING_SCHEMA,
+            )
+
+
+@dataclass(frozen=True)
+class SliceReadConfig:
+    """Everything a worker needs to merge file slices; pickled into the plan."""
+
+    base_uri: str
+    output_schema: pa.Schema  # meta columns (if any) then data columns
+    record_key_fields: tuple[str, ...]
+    ordering_field: str | None
+    event_time_ordering: bool
+    valid_instants: frozenset[str]  # blocks of other instants are ignored (HUDI-2285)
+    writer_schema_json: str | None = None  # Avro schema to read log records with
+    commit_times: frozenset[str] | None = None  # incremental reads keep only these _hoodie_commit_time
+
+
+def _align(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: missing ones null, types cast."""
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            column = table[field.name]
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
+    if RECORD_KEY_COLUMN in table.column_names:
+        return table[RECORD_KEY_COLUMN].combine_chunks()
+    if len(config.record_key_fields) == 1:
+        return table[config.record_key_fields[0]].cast(pa.string()).combine_chunks()
+    # ComplexKeyGenerator's key: "field1:value1,field2:value2"
+    parts = [pc.binary_join_element_wise(f"{f}:", table[f].cast(pa.string()), "") for f in config.record_key_fields]
+    return pc.binary_join_element_wise(*parts, ",").combine_chunks()
+
+
+def _with_merge_columns(table: pa.Table, config: SliceReadConfig, first_seq: int, ord_type: pa.DataType) -> pa.Table:
+    ordering = (
+        table[config.ordering_field] if config.ordering_field else pa.nulls(table.num_rows, ord_type)
+    )
+    return (
+        table.append_column(KEY, _record_keys(table, config))
+        .append_column(ORD, ordering)
+        .append_column(SEQ, pa.array(range(first_seq, first_seq + table.num_rows), pa.int64()))
+    )
+
+
+def _ordering_type(config: SliceReadConfig) -> pa.DataType:
+    if config.ordering_field and config.ordering_field in config.output_schema.names:
+        return config.output_schema.field(config.ordering_field).type
+    return pa.int64()
+
+
+def _read_logs(config: SliceReadConfig, partition: str, log_files: list[str], ord_type: pa.DataType) -> LogRecords:
+    blocks = []
+    rolled_back: set[str] = set()
+    for name in log_files:
+        uri = join(config.base_uri, partition, name)
+        for block in read_log_blocks(read_bytes(uri), source=uri):
+            if block.block_type is LogBlockType.COMMAND:
+                target = rollback_target(block)
+                if target:
+                    rolled_back.add(target)
+            elif block.block_type is not LogBlockType.CORRUPT:
+                blocks.append(block)
+    data_tables: list[pa.Table] = []
+    delete_keys: list[str] = []
+    delete_ords: list[object] = []
+    delete_seqs: list[int] = []
+    seq = 1  # base rows are older than every log row
+    for block in blocks:
+        instant = block.instant_time
+        if instant is None or instant not in config.valid_instants or instant in rolled_back:
+            continue
+        if block.block_type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA):
+            records = _align(data_block_records(block, config.writer_schema_json), config.output_schema)
+            data_tables.append(_with_merge_columns(records, config, seq, ord_type))
+            seq += records.num_rows
+        elif block.block_type is LogBlockType.DELETE:
+            for record in delete_records(block):
+                natural = record.ordering_value in (None, 0)
+                delete_keys.append(record.record_key)
+                delete_ords.append(None if natural else record.ordering_value)
+                delete_seqs.append(seq)
+                seq += 1
+    empty = _with_merge_columns(config.output_schema.empty_table(), config, 0, ord_type)
+    data = pa.concat_tables(data_tables) if data_tables else empty
+    delete_table = pa.table({
+        KEY: pa.array(delete_keys, pa.string()),
+        ORD: pa.array(delete_ords, ord_type),
+        SEQ: pa.array(delete_seqs, pa.int64()),
+    })
+    return LogRecords(data, delete_table)
+
+
+def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, log_files: list[str]) -> pa.Table:
+    """The merged records of one file slice, in ``config.output_schema``."""
+    ord_type = _ordering_type(config)
+    base = None
+    if base_file:
+        filesystem, path = filesystem_for(join(config.base_uri, partition, base_file))
+        with filesystem.open_input_file(path) as handle:
+            base = _align(pq.ParquetFile(handle).read(use_threads=False), config.output_schema)
+    if not log_files:
+        merged = base if base is not None else config.output_schema.empty_table()
+    else:
+        base_for_merge = _with_merge_columns(base, config, 0, ord_type) if base is not None else None
+        merged = merge_slice(base_for_merge, _read_logs(config, partition, log_files, ord_type),
+                             event_time_ordering=config.event_time_ordering)
+        merged = _align(merged, config.output_schema)
+    if IS_DELETED_COLUMN in merged.column_names:
+        merged = merged.filter(pc.invert(pc.fill_null(merged[IS_DELETED_COLUMN], False)))
+    if config.commit_times is not None and COMMIT_TIME_COLUMN in merged.column_names:
+        merged = merged.filter(pc.is_in(merged[COMMIT_TIME_COLUMN], value_set=pa.array(sorted(config.commit_times))))
+    return merged
+
+
+def read_file_slices(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: rows of :data:`SLICE_SCHEMA` in, merged records out."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            merged = read_slice(config, row["partition"], row["base_file"], list(row["log_files"] or ()))
+            yield from merged.to_batches(max_chunksize=65536)
