@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.artifacts import ship_package
 from hudi_connect.commit_metadata import CommitMetadata
-from hudi_connect.errors import InvalidInstantError
+from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
 from hudi_connect.executor import SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.storage import join
@@ -153,6 +153,11 @@ class TableReader:
 
     def incremental(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end]."""
+        if not self.view.properties.populate_meta_fields:
+            raise UnsupportedOperationError(
+                f"{self._base_path} was written without meta fields (hoodie.populate.meta.fields=false), "
+                "so its records carry no commit time and cannot be read incrementally (Hudi refuses too)"
+            )
         timeline = self.view.timeline()
         by_completion = self.view.properties.version >= 8
 

@@ -3,7 +3,7 @@ hudi_connect in the server's Python), snapshot, time travel and incremental read
 equal hudi-rs on every fixture table, and equal Hudi's own reads on the Hudi
 server for tables written through Hudi, failed writes included.
 
-Written-table history: a MOR table gets inserts of keys 0..29, an upsert of the
+Written-table history: a COW or MOR table gets inserts of keys 0..29, an upsert of the
 even keys, a delete of keys 1..4, an upsert whose writer "crashes" before
 completing (its log files stay, its instant is left inflight), and one more
 upsert, which rolls the failed one back.
@@ -20,6 +20,7 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.errors import UnsupportedOperationError
 from hudi_connect.reader import TableReader
 from hudi_connect.server import connect
 from hudi_connect.stack.endpoints import MinioEndpoint
@@ -47,6 +48,27 @@ def test_the_plain_server_python_lacks_hudi_connect(plain_server_url: str) -> No
     # A fresh session has no artifact, so this checks the server's own Python.
     fresh = connect(plain_server_url)
     assert fresh.range(1).mapInPandas(probe, "found boolean").collect()[0].found is False
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURES if "no_metafields" not in n])
+def test_fixture_incremental_reads_on_the_plain_server_equal_hudis(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, name: str
+) -> None:
+    base = unzip_fixture(name, tmp_path)
+    reader = TableReader(plain_spark, str(base))
+    table = HudiTable.open(spark, str(base))
+    commits = list(table.timeline().write_commits())
+    middle = commits[len(commits) // 2]
+    columns = [c for c in table.snapshot(with_meta_columns=True).columns if c != "_hoodie_file_name"]
+    for begin, end in (("earliest", middle), (commits[0], middle), (middle, commits[-1]), (commits[0], None)):
+        assert multiset(reader.incremental(begin, end), columns) == multiset(
+            table.incremental(begin, end, with_meta_columns=True), columns), f"({begin}, {end}]"
+
+
+def test_incremental_read_without_meta_fields_is_refused(plain_spark: SparkSession, tmp_path: Path) -> None:
+    base = unzip_fixture("cow_v8_simplekeygen_hivestyle_no_metafields", tmp_path)
+    with pytest.raises(UnsupportedOperationError, match="without meta fields"):
+        TableReader(plain_spark, str(base)).incremental("earliest")
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -89,11 +111,12 @@ def test_fixture_on_minio_reads_through_executor_s3_access(
 SCHEMA = "id int, v string, ts long, part string"
 
 
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_written_table_with_a_failed_write_equals_hudis_reads(
-    spark: SparkSession, plain_spark: SparkSession, local_base_path: str
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, table_type: str
 ) -> None:
     table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
-                             partition_by="part", table_type="MERGE_ON_READ", metadata_table=False,
+                             partition_by="part", table_type=table_type, metadata_table=False,
                              # no cleaning, no inline compaction: every write stays as it was written
                              options={"hoodie.clean.automatic": "false",
                                       "hoodie.compact.inline.max.delta.commits": "100"})
@@ -106,7 +129,7 @@ def test_written_table_with_a_failed_write_equals_hudis_reads(
     # requested and inflight. Make one by removing a real commit's completed file.
     crashed = table.upsert(rows([(k, "failed", 9, f"p{k % 3}") for k in range(30)]))
     Path(local_base_path, ".hoodie", "timeline",
-         f"{crashed.requested_time}_{crashed.completion_time}.deltacommit").unlink()
+         f"{crashed.requested_time}_{crashed.completion_time}.{crashed.action.value}").unlink()
     assert len(table.timeline().pending()) >= 1, "the failed write stays on the timeline as pending"
     reader = TableReader(plain_spark, local_base_path)
     columns = [c for c in table.snapshot(with_meta_columns=True).columns if c != "_hoodie_file_name"]
