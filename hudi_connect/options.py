@@ -59,19 +59,37 @@ def _metadata_options(enabled: bool, indexes: Sequence[MetadataPartition | str])
     }
 
 
+def _writer_options(
+    name: str,
+    table_type: TableType,
+    record_key: Sequence[str],
+    partition_by: Sequence[str],
+    ordering: Sequence[str],
+    key_generator_class: str,
+    hive_style: bool,
+) -> dict[str, str]:
+    """What identifies a table to Hudi's writer: name, type, keys, partitioning, ordering."""
+    options = {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.table.type": table_type.value,
+        "hoodie.datasource.write.recordkey.field": ",".join(record_key),
+        "hoodie.datasource.write.partitionpath.field": ",".join(partition_by),
+        "hoodie.datasource.write.keygenerator.class": key_generator_class,
+        "hoodie.datasource.write.hive_style_partitioning": str(hive_style).lower(),
+    }
+    if ordering:
+        options["hoodie.datasource.write.precombine.field"] = ",".join(ordering)
+    return options
+
+
 def create_options(spec: TableSpec) -> dict[str, str]:
     """The options of the first write, which fixes the table's configuration."""
-    options = {
-        "hoodie.table.name": spec.name,
-        "hoodie.datasource.write.table.type": spec.table_type.value,
-        "hoodie.datasource.write.recordkey.field": ",".join(spec.record_key),
-        "hoodie.datasource.write.partitionpath.field": ",".join(spec.partition_by),
-        "hoodie.datasource.write.keygenerator.class": key_generator(spec.record_key, spec.partition_by),
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.table.cdc.enabled": str(spec.cdc is not None).lower(),
-    }
-    if spec.ordering_field:
-        options["hoodie.datasource.write.precombine.field"] = spec.ordering_field
+    options = _writer_options(
+        spec.name, spec.table_type, spec.record_key, spec.partition_by,
+        (spec.ordering_field,) if spec.ordering_field else (),
+        key_generator(spec.record_key, spec.partition_by), hive_style=True,
+    )
+    options["hoodie.table.cdc.enabled"] = str(spec.cdc is not None).lower()
     if spec.cdc is not None:
         options["hoodie.table.cdc.supplemental.logging.mode"] = spec.cdc.value
     options.update(_metadata_options(spec.metadata_table, spec.metadata_indexes))
@@ -81,19 +99,14 @@ def create_options(spec: TableSpec) -> dict[str, str]:
 
 def table_write_options(props: TableProperties) -> dict[str, str]:
     """Options every later write must repeat so that Hudi accepts it as this table's writer."""
-    options = {
-        "hoodie.table.name": props.name,
-        "hoodie.datasource.write.table.type": props.table_type.value,
-        "hoodie.datasource.write.recordkey.field": ",".join(props.record_key_fields),
-        "hoodie.datasource.write.partitionpath.field": ",".join(props.partition_fields),
-        "hoodie.datasource.write.keygenerator.class": props.raw.get(
-            "hoodie.table.keygenerator.class", key_generator(props.record_key_fields, props.partition_fields)
-        ),
-        "hoodie.datasource.write.hive_style_partitioning": str(props.hive_style_partitioning).lower(),
-        "hoodie.datasource.write.partitionpath.urlencode": str(props.url_encode_partitioning).lower(),
-    }
-    if props.ordering_fields:
-        options["hoodie.datasource.write.precombine.field"] = ",".join(props.ordering_fields)
+    generator = props.raw.get(
+        "hoodie.table.keygenerator.class", key_generator(props.record_key_fields, props.partition_fields)
+    )
+    options = _writer_options(
+        props.name, props.table_type, props.record_key_fields, props.partition_fields, props.ordering_fields,
+        generator, hive_style=props.hive_style_partitioning,
+    )
+    options["hoodie.datasource.write.partitionpath.urlencode"] = str(props.url_encode_partitioning).lower()
     # Writing with the metadata table off would delete an existing one: follow the table.
     options.update(_metadata_options(bool(props.metadata_partitions), props.metadata_partitions))
     return options
