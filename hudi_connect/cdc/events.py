@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_connect.executor import COMMIT_TIME_COLUMN, SliceReadConfig, _record_keys, read_slice
 
@@ -51,32 +52,48 @@ def to_json(record: dict[str, Any], without_meta: bool = False) -> str:
     return json.dumps(record, separators=(",", ":"), default=_json_default)
 
 
-def _state(config: SliceReadConfig, row: dict[str, Any], side: str) -> dict[str, dict[str, Any]]:
+def _state(config: SliceReadConfig, row: dict[str, Any], side: str) -> pa.Table:
+    """The merged records of the split's file group on one side of the commit."""
     if not row[f"has_{side}"]:
-        return {}
+        return config.output_schema.empty_table()
     side_config = dataclasses.replace(config, valid_instants=frozenset(row[f"{side}_valid"] or ()))
-    table = read_slice(side_config, row["partition"], row[f"{side}_base"], list(row[f"{side}_logs"] or ()))
-    keys = _record_keys(table, config).to_pylist()
+    return read_slice(side_config, row["partition"], row[f"{side}_base"], list(row[f"{side}_logs"] or ()))
+
+
+def _rows(table: pa.Table, without_meta: bool) -> list[str]:
     # maps as JSON objects, as Hudi's CDC images have them
-    return dict(zip(keys, table.to_pylist(maps_as_pydicts="lossy"), strict=True))
+    return [to_json(r, without_meta) for r in table.to_pylist(maps_as_pydicts="lossy")]
+
+
+def _by_key(table: pa.Table, keys: pa.Array) -> tuple[pa.Table, pa.Array]:
+    order = pc.sort_indices(keys)
+    return table.take(order), keys.take(order)
 
 
 def split_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch:
+    """Set operations on record keys in Arrow; only the changed records become JSON."""
     before, after = _state(config, row, "before"), _state(config, row, "after")
     instant, completion = row["instant"], row["completion_time"]
     bare_before, bare_after = bool(row["before_without_meta"]), bool(row["after_without_meta"])
-    events: list[tuple[str, str, str | None, str | None]] = []  # op, key, before, after
-    for key, record in after.items():
-        old = before.get(key)
-        if old is None:
-            events.append(("i", key, None, to_json(record, bare_after)))
-        elif _written_by(record, old, instant):
-            events.append(("u", key, to_json(old, bare_before), to_json(record, bare_after)))
-    events.extend(
-        ("d", key, to_json(old, bare_before), None) for key, old in before.items() if key not in after
-    )
-    ops, keys, befores, afters = (list(column) for column in zip(*events, strict=True)) if events else ([], [], [], [])
-    count = len(events)
+    before_keys, after_keys = _record_keys(before, config), _record_keys(after, config)
+    if COMMIT_TIME_COLUMN in after.column_names:
+        written = pc.equal(after[COMMIT_TIME_COLUMN], instant)
+    else:  # no meta fields: a record the commit wrote is one that changed
+        written = _changed(before, before_keys, after, after_keys)
+    was_there = pc.is_in(after_keys, value_set=before_keys)
+    inserted = after.filter(pc.and_(written, pc.invert(was_there)))
+    updated_mask = pc.and_(written, was_there)
+    updated_after, updated_keys = _by_key(after.filter(updated_mask), after_keys.filter(updated_mask))
+    old_mask = pc.is_in(before_keys, value_set=updated_keys)
+    updated_before, _ = _by_key(before.filter(old_mask), before_keys.filter(old_mask))
+    gone = pc.invert(pc.is_in(before_keys, value_set=after_keys))
+    deleted, deleted_keys = before.filter(gone), before_keys.filter(gone)
+    ops = ["i"] * inserted.num_rows + ["u"] * updated_after.num_rows + ["d"] * deleted.num_rows
+    keys = (_record_keys(inserted, config).to_pylist() + updated_keys.to_pylist()
+            + deleted_keys.to_pylist())
+    befores = [None] * inserted.num_rows + _rows(updated_before, bare_before) + _rows(deleted, bare_before)
+    afters = _rows(inserted, bare_after) + _rows(updated_after, bare_after) + [None] * deleted.num_rows
+    count = len(ops)
     return pa.RecordBatch.from_arrays(
         [pa.array(ops, pa.string()), pa.array([instant] * count, pa.string()),
          pa.array([completion] * count, pa.string()), pa.array(keys, pa.string()),
@@ -85,11 +102,10 @@ def split_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch
     )
 
 
-def _written_by(record: dict[str, Any], old: dict[str, Any], instant: str) -> bool:
-    """Whether the commit wrote this key's record: by its commit time, or (no meta fields) by a change."""
-    if COMMIT_TIME_COLUMN in record:
-        return bool(record[COMMIT_TIME_COLUMN] == instant)
-    return record != old
+def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_keys: pa.Array) -> pa.Array:
+    """Per after-record: whether it differs from the before-record of its key (or has none)."""
+    old = dict(zip(before_keys.to_pylist(), before.to_pylist(), strict=True))
+    return pa.array([old.get(k) != r for k, r in zip(after_keys.to_pylist(), after.to_pylist(), strict=True)])
 
 
 def change_events(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
