@@ -1,0 +1,110 @@
+"""Change queries: hudi-connect's plan on a plain Spark Connect server against Hudi's
+own CDC query on the Hudi server, same table and range.
+
+    python benchmarks/cdc_query.py [--rows 1000000] [--commits 10] [--changed 0.05] [--repeat 3]
+
+For each configuration (COW with DATA_BEFORE_AFTER, COW with OP_KEY_ONLY, MOR with
+DATA_BEFORE_AFTER) it writes a table through Hudi: a bulk insert of ``--rows``,
+then ``--commits`` commits each updating or (every third) deleting ``--changed``
+of the rows. Then it times both readers
+materialising every change event of those commits, checks that they agree on
+the number of events of each kind, and prints the medians and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudi_connect.cdc import ChangeQuery
+from hudi_connect.server import connect
+from hudi_connect.stack.spark_connect import start_spark_connect
+from hudi_connect.table import HudiTable
+
+CONFIGURATIONS = (("COPY_ON_WRITE", "DATA_BEFORE_AFTER"), ("COPY_ON_WRITE", "OP_KEY_ONLY"),
+                  ("MERGE_ON_READ", "DATA_BEFORE_AFTER"))
+SCHEMA = "id long, name string, amount double, category string, ts long"
+
+
+def materialise(df: DataFrame) -> Counter[str]:
+    """Every event computed and touched (hash of both images), counted by op."""
+    rows = df.groupBy("op").agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64("before", "after"))).collect()
+    return Counter({r.op: r.n for r in rows})
+
+
+def timed(action: Callable[[], Counter[str]], repeat: int) -> tuple[float, Counter[str]]:
+    times, result = [], Counter[str]()
+    for _ in range(repeat):
+        begin = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - begin)
+    return statistics.median(times), result
+
+
+def write_table(hudi: SparkSession, path: str, table_type: str, mode: str, args: argparse.Namespace) -> HudiTable:
+    table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
+                             table_type=table_type, cdc=mode, metadata_table=False,
+                             options={"hoodie.compact.inline.max.delta.commits": "1000",
+                                      "hoodie.clean.automatic": "false"})
+    rows = hudi.range(args.rows).select(
+        F.col("id"), F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
+        (F.col("id") * 1.5).alias("amount"), (F.col("id") % 4).cast("string").alias("category"),
+        F.lit(1).cast("long").alias("ts"))
+    table.bulk_insert(rows)
+    for commit in range(args.commits):
+        # every third commit deletes, the others update; each touches ``changed`` of the rows
+        chosen = rows.where(F.rand(100 + commit) < args.changed)
+        if commit % 3 == 2:
+            table.delete(chosen.select("id", "category"))
+            rows = rows.join(chosen.select("id"), "id", "left_anti")
+        else:
+            updated = chosen.withColumn("amount", F.col("amount") + commit + 1)
+            table.upsert(updated.withColumn("ts", F.lit(commit + 2).cast("long")))
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--commits", type=int, default=10)
+    parser.add_argument("--changed", type=float, default=0.05)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
+    run_dir.chmod(0o755)
+    hudi_server, plain_server = start_spark_connect(run_dir, "hudi"), start_spark_connect(run_dir, "plain")
+    try:
+        hudi = connect(hudi_server.endpoint.url)  # type: ignore[attr-defined]
+        plain = connect(plain_server.endpoint.url)  # type: ignore[attr-defined]
+        for table_type, mode in CONFIGURATIONS:
+            path = str(run_dir / f"{table_type}_{mode}".lower())
+            begin = time.perf_counter()
+            table = write_table(hudi, path, table_type, mode, args)
+            first = table.timeline().write_commits().instants[1]  # the bulk insert; changes come after it
+            print(f"\n{table_type} {mode}: wrote {args.rows} rows and {args.commits} change commits "
+                  f"in {time.perf_counter() - begin:.0f}s")
+            hudi_time, hudi_events = timed(lambda t=table, f=first: materialise(t.hudi_cdc(f)), args.repeat)
+            query = ChangeQuery(plain, path)
+            ours_time, ours_events = timed(lambda q=query, f=first: materialise(q.changes(f)), args.repeat)
+            assert ours_events == hudi_events, (ours_events, hudi_events)
+            print(f"  events {dict(hudi_events)}")
+            print(f"  Hudi's CDC query (Hudi server):           {hudi_time:7.2f}s")
+            print(f"  hudi-connect (plain server, no Hudi jar): {ours_time:7.2f}s")
+            print(f"  ratio ours / Hudi's: {ours_time / hudi_time:.2f} (target: at most 0.5)")
+    finally:
+        plain_server.stop()
+        hudi_server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
