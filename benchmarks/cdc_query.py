@@ -14,25 +14,18 @@ the number of events of each kind, and prints the medians and the ratio.
 from __future__ import annotations
 
 import argparse
-import shutil
-import statistics
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, timed
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.server import connect
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table import HudiTable
 
 CONFIGURATIONS = (("COPY_ON_WRITE", "DATA_BEFORE_AFTER"), ("COPY_ON_WRITE", "OP_KEY_ONLY"),
                   ("MERGE_ON_READ", "DATA_BEFORE_AFTER"))
-SCHEMA = "id long, name string, amount double, category string, ts long"
 
 
 def materialise(df: DataFrame) -> Counter[str]:
@@ -41,24 +34,12 @@ def materialise(df: DataFrame) -> Counter[str]:
     return Counter({r.op: r.n for r in rows})
 
 
-def timed(action: Callable[[], Counter[str]], repeat: int) -> tuple[float, Counter[str]]:
-    times, result = [], Counter[str]()
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        result = action()
-        times.append(time.perf_counter() - begin)
-    return statistics.median(times), result
-
-
 def write_table(hudi: SparkSession, path: str, table_type: str, mode: str, args: argparse.Namespace) -> HudiTable:
     table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
                              table_type=table_type, cdc=mode, metadata_table=False,
                              options={"hoodie.compact.inline.max.delta.commits": "1000",
                                       "hoodie.clean.automatic": "false"})
-    rows = hudi.range(args.rows).select(
-        F.col("id"), F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
-        (F.col("id") * 1.5).alias("amount"), (F.col("id") % 4).cast("string").alias("category"),
-        F.lit(1).cast("long").alias("ts"))
+    rows = generated_rows(hudi, args.rows)
     table.bulk_insert(rows)
     for commit in range(args.commits):
         # every third commit deletes, the others update; each touches ``changed`` of the rows
@@ -79,12 +60,7 @@ def main() -> None:
     parser.add_argument("--changed", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
-    run_dir.chmod(0o755)
-    hudi_server, plain_server = start_spark_connect(run_dir, "hudi"), start_spark_connect(run_dir, "plain")
-    try:
-        hudi = connect(hudi_server.endpoint.url)  # type: ignore[attr-defined]
-        plain = connect(plain_server.endpoint.url)  # type: ignore[attr-defined]
+    with hudi_and_plain_sessions() as (hudi, plain, run_dir):
         for table_type, mode in CONFIGURATIONS:
             path = str(run_dir / f"{table_type}_{mode}".lower())
             begin = time.perf_counter()
@@ -100,10 +76,6 @@ def main() -> None:
             print(f"  Hudi's CDC query (Hudi server):           {hudi_time:7.2f}s")
             print(f"  hudi-connect (plain server, no Hudi jar): {ours_time:7.2f}s")
             print(f"  ratio ours / Hudi's: {ours_time / hudi_time:.2f} (target: at most 0.5)")
-    finally:
-        plain_server.stop()
-        hudi_server.stop()
-        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

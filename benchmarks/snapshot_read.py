@@ -12,19 +12,13 @@ prints the medians and the ratio ours / Hudi's.
 from __future__ import annotations
 
 import argparse
-import shutil
-import statistics
-import tempfile
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, timed
 
 from hudi_connect.reader import TableReader
-from hudi_connect.server import connect
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table import HudiTable
 
 
@@ -35,38 +29,18 @@ def fingerprint(df: DataFrame) -> int:
     return hash((row.n, row.h))
 
 
-def timed(action: Callable[[], int], repeat: int) -> tuple[float, int]:
-    results, times = set(), []
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        results.add(action())
-        times.append(time.perf_counter() - begin)
-    assert len(results) == 1, "a reader gave different answers on repeated runs"
-    return statistics.median(times), results.pop()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--updated", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
-    run_dir.chmod(0o755)
-    hudi_server = start_spark_connect(run_dir, "hudi")
-    plain_server = start_spark_connect(run_dir, "plain")
-    try:
-        hudi = connect(hudi_server.endpoint.url)  # type: ignore[attr-defined]
-        plain = connect(plain_server.endpoint.url)  # type: ignore[attr-defined]
+    with hudi_and_plain_sessions() as (hudi, plain, run_dir):
         path = str(run_dir / "mor_table")
-        schema = "id long, name string, amount double, category string, ts long"
-        table = HudiTable.create(hudi, path, schema, record_key="id", ordering_field="ts", partition_by="category",
+        table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
                                  table_type="MERGE_ON_READ", metadata_table=False,
                                  options={"hoodie.compact.inline.max.delta.commits": "1000"})
-        base = hudi.range(args.rows).select(
-            F.col("id"), F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
-            (F.col("id") * 1.5).alias("amount"), (F.col("id") % 4).cast("string").alias("category"),
-            F.lit(1).cast("long").alias("ts"))
+        base = generated_rows(hudi, args.rows)
         begin = time.perf_counter()
         table.bulk_insert(base)
         updates = base.where(F.rand(7) < args.updated).withColumn("amount", F.col("amount") + 1).withColumn(
@@ -84,10 +58,6 @@ def main() -> None:
         print(f"Hudi's snapshot read (Hudi server):            {hudi_time:7.2f}s")
         print(f"hudi-connect's plan (plain server, no Hudi):   {ours_time:7.2f}s")
         print(f"ratio ours / Hudi's: {ours_time / hudi_time:.2f} (target: at most 1.0)")
-    finally:
-        plain_server.stop()
-        hudi_server.stop()
-        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
