@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial, reduce
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -39,7 +40,8 @@ class ReadPlan:
     """What a read will touch: for tests, ``explain`` and pruning counts."""
 
     slices: tuple[FileSlice, ...]
-    schema: StructType
+    record_schema: pa.Schema  # what the executors merge into
+    schema: StructType  # the same, as Spark sees it
     commit_times: frozenset[str] | None = None
 
     @property
@@ -97,9 +99,9 @@ class TableReader:
             slices = [s for s in slices if (s.partition, s.file_id) in touched]
             commit_times = frozenset(i.requested_time for i in commits_in_range)
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
-        return ReadPlan(tuple(slices), from_arrow_schema(arrow_schema), commit_times)
+        return ReadPlan(tuple(slices), arrow_schema, from_arrow_schema(arrow_schema), commit_times)
 
-    def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None, schema_json: str) -> DataFrame:
+    def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
         props = self.view.properties
         parts: list[DataFrame] = []
         plain = [s for s in plan.slices if s.base_file and not s.log_files]
@@ -111,7 +113,7 @@ class TableReader:
             ship_package(self._spark)
             config = SliceReadConfig(
                 base_uri=self._base_path,
-                output_schema=record_schema(schema_json, meta_fields=props.populate_meta_fields),
+                output_schema=plan.record_schema,
                 record_key_fields=props.record_key_fields,
                 ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
                 event_time_ordering=props.record_merge_mode != "COMMIT_TIME_ORDERING",
@@ -137,10 +139,7 @@ class TableReader:
         timeline = self.view.timeline()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
         plan = self._plan(timeline, metadata, as_of, commits_in_range)
-        commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
-        schema_json = next(metadata[i].schema_json for i in reversed(commits) if metadata[i].schema_json)
-        assert schema_json is not None
-        return self._execute(plan, timeline, as_of, schema_json), plan
+        return self._execute(plan, timeline, as_of), plan
 
     # --- public reads -----------------------------------------------------------------------
 
