@@ -174,3 +174,26 @@ class Timeline:
         """The last completed instant requested at or before ``time``."""
         candidates = [i for i in self.instants if i.is_completed and i.requested_time <= time]
         return candidates[-1] if candidates else None
+
+    def commits_between(self, begin: Instant | str, end: Instant | str | None, *,
+                        by_completion: bool) -> list[Instant]:
+        """Completed write commits in Hudi's range (begin, end]; 'earliest' begins before all.
+
+        Tables of version 8 and later compare completion times (``by_completion``),
+        older ones requested times. An ``Instant`` bound stands for its own time of that kind.
+        """
+
+        def time_of(value: Instant | str) -> str:
+            if isinstance(value, Instant):
+                return (value.completion_time or value.requested_time) if by_completion else value.requested_time
+            return "0" if value == "earliest" else validate_instant_time(value)
+
+        begin_time, end_time = time_of(begin), (time_of(end) if end is not None else None)
+        if end_time is not None and end_time < begin_time:
+            raise InvalidInstantError(f"the range ({begin_time}, {end_time}] ends before it begins")
+
+        def in_range(instant: Instant) -> bool:
+            time = (instant.completion_time or "") if by_completion else instant.requested_time
+            return time > begin_time and (end_time is None or time <= end_time)
+
+        return [c for c in self.write_commits() if in_range(c)]

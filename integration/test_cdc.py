@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,72 @@ def test_change_stream_equals_hudis_cdc_query(
         theirs = events(table.hudi_cdc(begin, end))
         assert ours == theirs, f"({begin}, {end}]\nours only: {ours - theirs}\nHudi only: {theirs - ours}"
     assert sum(events(query.changes("earliest")).values()) > 20
+    if table_type == "COPY_ON_WRITE":  # updates of a CDC-enabled COW table are logged in .cdc files
+        assert "AS_IS" in query.explain("earliest")
+
+
+OPERATIONS = ("insert", "upsert", "upsert", "delete", "overwrite", "drop", "service")
+
+
+def random_history(rng: random.Random, spark: SparkSession, table: HudiTable, steps: int) -> list[Instant]:
+    """A seeded sequence of writes over keys 0..19 (partition p{key % 3}), with the table
+    services in between. Ordering values grow, except for upserts drawn to lose."""
+    rows = lambda data: spark.createDataFrame(data, SCHEMA)  # noqa: E731
+    live: set[int] = set()
+    commits: list[Instant] = []
+    for step in range(steps):
+        ts = 100 * (step + 1)
+        absent = sorted(set(range(20)) - live)
+        choice = rng.choice(OPERATIONS) if live else "insert"
+        if choice == "insert" and absent:
+            keys = rng.sample(absent, min(len(absent), rng.randint(1, 5)))
+            commits.append(table.insert(rows([(k, f"i{step}", ts, f"p{k % 3}") for k in keys])))
+            live |= set(keys)
+        elif choice == "upsert":
+            keys = rng.sample(range(20), rng.randint(1, 6))
+            lose = {k for k in keys if k in live and rng.random() < 0.3}
+            commits.append(table.upsert(rows([(k, f"u{step}", 1 if k in lose else ts, f"p{k % 3}") for k in keys])))
+            live |= set(keys)
+        elif choice == "delete":
+            keys = rng.sample(range(20), rng.randint(1, 4))  # some may be absent: they yield nothing
+            commits.append(table.delete(spark.createDataFrame([(k,) for k in keys], "id int")))
+            live -= set(keys)
+        elif choice == "overwrite":
+            partition = rng.randrange(3)
+            keys = [k for k in rng.sample(range(20), 4) if k % 3 == partition] or [partition]
+            commits.append(table.insert_overwrite(rows([(k, f"o{step}", ts, f"p{partition}") for k in keys])))
+            live = {k for k in live if k % 3 != partition} | set(keys)
+        elif choice == "drop":
+            partition = rng.randrange(3)
+            commits.append(table.delete_partitions([f"p{partition}"]))
+            live = {k for k in live if k % 3 != partition}
+        elif table.properties.is_merge_on_read and rng.random() < 0.5:
+            table.compaction.schedule()
+            table.compaction.run()
+        else:
+            table.cluster()
+    return commits
+
+
+@pytest.mark.parametrize("seed", [11, 23])
+@pytest.mark.parametrize("mode", ["OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_random_histories_equal_hudis_cdc_query(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, table_type: str, mode: str, seed: int
+) -> None:
+    rng = random.Random(f"{table_type}/{mode}/{seed}")
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type=table_type, cdc=mode, metadata_table=False,
+                             options={"hoodie.clean.automatic": "false", "hoodie.parquet.small.file.limit": "0"})
+    commits = random_history(rng, spark, table, steps=8)
+    assert len(commits) >= 4, "the history must have commits to query"
+    query = ChangeQuery(plain_spark, local_base_path)
+    first, last = sorted(rng.sample(range(len(commits)), 2))
+    for begin, end in (("earliest", None), (commits[first], commits[last]), (commits[last - 1], None)):
+        ours = events(query.changes(begin, end))
+        theirs = events(table.hudi_cdc(begin, end))
+        assert ours == theirs, (f"seed {seed} ({begin}, {end}]\n{query.explain(begin, end)}\n"
+                                f"ours only: {ours - theirs}\nHudi only: {theirs - ours}")
 
 
 def net_effect(changes: DataFrame) -> Counter[tuple[Any, ...]]:

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_connect.cdc.as_is import before_after_events, before_only_events, cdc_records
 from hudi_connect.executor import COMMIT_TIME_COLUMN, SliceReadConfig, _record_keys, read_slice
 
 EVENT_SCHEMA = pa.schema([
@@ -31,7 +32,7 @@ SPLITS_DDL = (
     "instant string, completion_time string, partition string, file_id string, "
     "before_base string, before_logs array<string>, before_valid array<string>, has_before boolean, "
     "after_base string, after_logs array<string>, after_valid array<string>, has_after boolean, "
-    "before_without_meta boolean, after_without_meta boolean"
+    "before_without_meta boolean, after_without_meta boolean, cdc_files array<string>, cdc_mode string"
 )
 META_PREFIX = "_hoodie_"
 
@@ -70,10 +71,39 @@ def _by_key(table: pa.Table, keys: pa.Array) -> tuple[pa.Table, pa.Array]:
     return table.take(order), keys.take(order)
 
 
+def _batch(row: dict[str, Any], ops: list[str], keys: list[Any], befores: list[str | None],
+           afters: list[str | None]) -> pa.RecordBatch:
+    count = len(ops)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ops, pa.string()), pa.array([row["instant"]] * count, pa.string()),
+         pa.array([row["completion_time"]] * count, pa.string()), pa.array(keys, pa.string()),
+         pa.array(befores, pa.string()), pa.array(afters, pa.string())],
+        schema=EVENT_SCHEMA,
+    )
+
+
+def as_is_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch:
+    """AS_IS splits whose ``.cdc`` files hold the before images: no merge of the old slice."""
+    records = cdc_records(config, list(row["cdc_files"]), row["instant"])
+    if records is None:
+        return _batch(row, [], [], [], [])
+    if row["cdc_mode"] == "DATA_BEFORE_AFTER":
+        event = before_after_events(config, records)
+    else:
+        after = _state(config, row, "after")
+        event = before_only_events(records, after, _record_keys(after, config))
+    bare_before, bare_after = bool(row["before_without_meta"]), bool(row["after_without_meta"])
+    befores = [None if r is None else to_json(r, bare_before) for r in event["before"]]
+    afters = [None if r is None else to_json(r, bare_after) for r in event["after"]]
+    return _batch(row, event["op"], event["record_key"], befores, afters)
+
+
 def split_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch:
     """Set operations on record keys in Arrow; only the changed records become JSON."""
+    if row["cdc_files"]:
+        return as_is_events(config, row)
     before, after = _state(config, row, "before"), _state(config, row, "after")
-    instant, completion = row["instant"], row["completion_time"]
+    instant = row["instant"]
     bare_before, bare_after = bool(row["before_without_meta"]), bool(row["after_without_meta"])
     before_keys, after_keys = _record_keys(before, config), _record_keys(after, config)
     if COMMIT_TIME_COLUMN in after.column_names:
@@ -93,13 +123,7 @@ def split_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch
             + deleted_keys.to_pylist())
     befores = [None] * inserted.num_rows + _rows(updated_before, bare_before) + _rows(deleted, bare_before)
     afters = _rows(inserted, bare_after) + _rows(updated_after, bare_after) + [None] * deleted.num_rows
-    count = len(ops)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(ops, pa.string()), pa.array([instant] * count, pa.string()),
-         pa.array([completion] * count, pa.string()), pa.array(keys, pa.string()),
-         pa.array(befores, pa.string()), pa.array(afters, pa.string())],
-        schema=EVENT_SCHEMA,
-    )
+    return _batch(row, ops, keys, befores, afters)
 
 
 def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_keys: pa.Array) -> pa.Array:

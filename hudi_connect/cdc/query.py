@@ -11,6 +11,7 @@ range follows Hudi 1.x: commits whose completion time lies in (begin, end]
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Literal
 
@@ -27,7 +28,7 @@ from hudi_connect.fs_view import FileSlice, file_slices_at, replaced_file_groups
 from hudi_connect.reader import TableReader
 from hudi_connect.table_config import CdcLoggingMode
 from hudi_connect.table_schema import record_schema
-from hudi_connect.timeline import Instant, validate_instant_time
+from hudi_connect.timeline import Instant, Timeline
 
 ChangeFormat = Literal["hudi", "typed", "debezium"]
 EVENT_DDL = ", ".join(f"{f.name} string" for f in EVENT_SCHEMA)
@@ -42,24 +43,9 @@ class ChangeQuery:
         self._reader = TableReader(spark, self._base_path)
 
     def _range(self, begin: Instant | str, end: Instant | str | None) -> tuple[list[Instant], list[Instant]]:
-        view = self._reader.view
-        by_completion = view.properties.version >= 8
-
-        def time_of(value: Instant | str) -> str:
-            if isinstance(value, Instant):
-                return (value.completion_time or value.requested_time) if by_completion else value.requested_time
-            return "0" if value == "earliest" else validate_instant_time(value)
-
-        begin_time, end_time = time_of(begin), (time_of(end) if end is not None else None)
-        if end_time is not None and end_time < begin_time:
-            raise InvalidInstantError(f"the change range ({begin_time}, {end_time}] ends before it begins")
-        commits = list(view.timeline().write_commits())
-
-        def in_range(instant: Instant) -> bool:
-            time = (instant.completion_time or "") if by_completion else instant.requested_time
-            return time > begin_time and (end_time is None or time <= end_time)
-
-        return commits, [c for c in commits if in_range(c)]
+        timeline = self._reader.view.timeline()
+        in_range = timeline.commits_between(begin, end, by_completion=self._reader.view.properties.version >= 8)
+        return list(timeline.write_commits()), in_range
 
     def splits(self, begin: Instant | str, end: Instant | str | None = None) -> list[CdcSplit]:
         commits, in_range = self._range(begin, end)
@@ -101,19 +87,7 @@ class ChangeQuery:
                 slices_at[as_of] = {(s.partition, s.file_id): s for s in found}
             return slices_at[as_of]
 
-        rows = []
-        for split in splits:
-            key = (split.partition, split.file_id)
-            after_as_of = split.instant.requested_time
-            before_as_of = split.previous_commit.requested_time if split.previous_commit else None
-            before = slices(before_as_of).get(key) if before_as_of else None
-            after = slices(after_as_of).get(key)
-            rows.append((
-                split.instant.requested_time, split.instant.completion_time, split.partition, split.file_id,
-                *_slice_columns(before, valid_block_instants(timeline, before_as_of) if before_as_of else frozenset()),
-                *_slice_columns(after, valid_block_instants(timeline, after_as_of)),
-                *images_without_meta(split.case, props.cdc_logging_mode),
-            ))
+        rows = [_split_row(split, slices, timeline, props.cdc_logging_mode) for split in splits]
         ship_package(self._spark)
         config = SliceReadConfig(
             base_uri=self._base_path, output_schema=arrow_schema, record_key_fields=props.record_key_fields,
@@ -176,6 +150,26 @@ def images_without_meta(case: CdcInferenceCase, mode: CdcLoggingMode | None) -> 
     if mode is CdcLoggingMode.DATA_BEFORE:
         return (True, False)
     return (True, True)
+
+
+def _split_row(split: CdcSplit, slices: Callable[[str], dict[tuple[str, str], FileSlice]], timeline: Timeline,
+               mode: CdcLoggingMode | None) -> tuple[object, ...]:
+    """One row of :data:`SPLITS_DDL`: the slices (or ``.cdc`` files) a worker reads for the split."""
+    key = (split.partition, split.file_id)
+    # .cdc files holding before images spare merging the old slice; holding after images, the new one too
+    from_cdc_files = split.case is CdcInferenceCase.AS_IS and mode is not CdcLoggingMode.OP_KEY_ONLY
+    needs_after = not (from_cdc_files and mode is CdcLoggingMode.DATA_BEFORE_AFTER)
+    after_as_of = split.instant.requested_time
+    before_as_of = None if from_cdc_files or not split.previous_commit else split.previous_commit.requested_time
+    before = slices(before_as_of).get(key) if before_as_of else None
+    after = slices(after_as_of).get(key) if needs_after else None
+    return (
+        split.instant.requested_time, split.instant.completion_time, split.partition, split.file_id,
+        *_slice_columns(before, valid_block_instants(timeline, before_as_of) if before_as_of else frozenset()),
+        *_slice_columns(after, valid_block_instants(timeline, after_as_of) if needs_after else frozenset()),
+        *images_without_meta(split.case, mode),
+        list(split.files) if from_cdc_files else [], mode.value if mode else None,
+    )
 
 
 def _slice_columns(file_slice: FileSlice | None, valid: frozenset[str]) -> tuple[object, ...]:
