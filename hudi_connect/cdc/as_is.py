@@ -13,8 +13,6 @@ Images in ``.cdc`` files carry only the data columns, as Hudi's CDC query shows 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,6 +21,8 @@ from hudi_connect.log.blocks import data_block_records
 from hudi_connect.log.format import LogBlockType, read_log_blocks
 from hudi_connect.storage import join, read_bytes
 
+Events = tuple[pa.Array, pa.Array, pa.StructArray, pa.StructArray]  # ops, record keys, before, after images
+
 
 def cdc_records(config: SliceReadConfig, cdc_files: list[str], instant: str) -> pa.Table | None:
     """The CDC records the commit ``instant`` logged in ``cdc_files`` (paths relative to the table)."""
@@ -30,42 +30,47 @@ def cdc_records(config: SliceReadConfig, cdc_files: list[str], instant: str) -> 
     for name in cdc_files:
         uri = join(config.base_uri, name)
         for block in read_log_blocks(read_bytes(uri), source=uri):
-            # a retried task may leave blocks of the same instant only once; other instants never share a file
             if block.block_type is LogBlockType.CDC_DATA and block.instant_time == instant:
                 tables.append(data_block_records(block))
     if not tables:
         return None
-    return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables(tables, promote_options="default").combine_chunks()
+
+
+def aligned_images(values: pa.StructArray, image_type: pa.StructType) -> pa.StructArray:
+    """``values`` as structs of ``image_type``: fields matched by name, missing ones (meta columns) null."""
+    if values.type == image_type:
+        return values
+    children = dict(zip((f.name for f in values.type), values.flatten(), strict=True))
+    arrays = []
+    for field in image_type:
+        child = children.get(field.name)
+        arrays.append(pa.nulls(len(values), field.type) if child is None else child.cast(field.type))
+    return pa.StructArray.from_arrays(arrays, fields=list(image_type), mask=pc.invert(values.is_valid()))
 
 
 def image_keys(images: pa.StructArray, config: SliceReadConfig) -> pa.Array:
     """The record keys of data-only images (null where the image is)."""
     flat = dict(zip((f.name for f in images.type), images.flatten(), strict=True))
-    columns = {name: flat[name] for name in config.record_key_fields}
-    return _record_keys(pa.table(columns), config)
+    return _record_keys(pa.table({name: flat[name] for name in config.record_key_fields}), config)
 
 
-def _images(column: pa.ChunkedArray) -> list[dict[str, Any] | None]:
-    images: list[dict[str, Any] | None] = column.to_pylist(maps_as_pydicts="lossy")
-    return images
+def _column(records: pa.Table, name: str) -> pa.Array:
+    return records[name].combine_chunks()
 
 
-def before_after_events(config: SliceReadConfig, records: pa.Table) -> dict[str, list[Any]]:
+def before_after_events(config: SliceReadConfig, records: pa.Table) -> Events:
     """DATA_BEFORE_AFTER: every field of the event is in the record."""
-    before = records["before"].combine_chunks()
-    after = records["after"].combine_chunks()
+    before, after = _column(records, "before"), _column(records, "after")
     keys = pc.coalesce(image_keys(after, config), image_keys(before, config))
-    return {"op": records["op"].to_pylist(), "record_key": keys.to_pylist(),
-            "before": _images(records["before"]), "after": _images(records["after"])}
+    return _column(records, "op"), keys, before, after
 
 
-def before_only_events(records: pa.Table, after_state: pa.Table, after_keys: pa.Array) -> dict[str, list[Any]]:
+def before_only_events(records: pa.Table, after_images: pa.StructArray, after_keys: pa.Array) -> Events:
     """DATA_BEFORE: op, key and before image logged; the after image is the key's record after the commit."""
-    keys = records["record_key"].combine_chunks()
-    ops = records["op"].to_pylist()
-    positions = pc.index_in(keys, value_set=after_keys).to_pylist()
-    found = after_state.take(pa.array([p for p in positions if p is not None], pa.int64()))
-    found_rows = iter(found.to_pylist(maps_as_pydicts="lossy"))
-    afters = [next(found_rows) if p is not None else None for p in positions]
-    afters = [None if op == "d" else a for op, a in zip(ops, afters, strict=True)]
-    return {"op": ops, "record_key": keys.to_pylist(), "before": _images(records["before"]), "after": afters}
+    keys = _column(records, "record_key")
+    ops = _column(records, "op")
+    positions = pc.index_in(keys, value_set=after_keys)
+    # a deleted key has no after image, even if an equal key lives on elsewhere in the group
+    positions = pc.if_else(pc.equal(ops, "d"), pa.scalar(None, positions.type), positions)
+    return ops, keys, _column(records, "before"), after_images.take(positions)

@@ -21,17 +21,18 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.artifacts import ship_package
 from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
-from hudi_connect.cdc.events import EVENT_SCHEMA, SPLITS_DDL, change_events
+from hudi_connect.cdc.events import SPLITS_DDL, change_events, event_schema
 from hudi_connect.errors import InvalidInstantError
 from hudi_connect.executor import SliceReadConfig
 from hudi_connect.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.reader import TableReader
 from hudi_connect.table_config import CdcLoggingMode
-from hudi_connect.table_schema import record_schema
+from hudi_connect.table_schema import META_COLUMNS, record_schema
 from hudi_connect.timeline import Instant, Timeline
 
 ChangeFormat = Literal["hudi", "typed", "debezium"]
-EVENT_DDL = ", ".join(f"{f.name} string" for f in EVENT_SCHEMA)
+# Hudi writes every field of an image, nulls included
+JSON_OPTIONS = {"ignoreNullFields": "false"}
 
 
 class ChangeQuery:
@@ -64,6 +65,7 @@ class ChangeQuery:
         return schema
 
     def _events(self, begin: Instant | str, end: Instant | str | None) -> tuple[DataFrame, StructType]:
+        """Events with images as structs of the record schema (the second value)."""
         commits, in_range = self._range(begin, end)
         view = self._reader.view
         props = view.properties
@@ -74,8 +76,9 @@ class ChangeQuery:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         spark_schema = from_arrow_schema(arrow_schema)
+        events_schema = from_arrow_schema(event_schema(arrow_schema))
         if not splits:
-            return self._spark.createDataFrame([], EVENT_DDL), spark_schema
+            return self._spark.createDataFrame([], events_schema), spark_schema
         timeline = view.timeline()
         files = self._reader.list_files()
         slices_at: dict[str, dict[tuple[str, str], FileSlice]] = {}
@@ -97,7 +100,7 @@ class ChangeQuery:
         )
         # one task per split keeps file groups apart; unique rows, so repartition spreads them
         splits_df = self._spark.createDataFrame(rows, SPLITS_DDL).repartition(max(1, min(len(rows), 64)))
-        return splits_df.mapInArrow(partial(change_events, config), EVENT_DDL), spark_schema
+        return splits_df.mapInArrow(partial(change_events, config), events_schema), spark_schema
 
     def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
                 format: ChangeFormat = "hudi") -> DataFrame:
@@ -110,11 +113,10 @@ class ChangeQuery:
         """
         events, schema = self._events(begin, end)
         if format == "hudi":
-            return events.select("op", "ts_ms", "before", "after")
-        typed = events.select(
-            "op", "record_key", F.col("ts_ms").alias("requested_time"), "completion_time",
-            F.from_json("before", schema).alias("before"), F.from_json("after", schema).alias("after"),
-        )
+            return events.select("op", "ts_ms", _image_json("before", schema).alias("before"),
+                                 _image_json("after", schema).alias("after"))
+        typed = events.select("op", "record_key", F.col("ts_ms").alias("requested_time"), "completion_time",
+                              "before", "after")
         if format == "typed":
             return typed
         if format == "debezium":
@@ -129,6 +131,15 @@ class ChangeQuery:
                 _instant_millis(F.col("completion_time")).alias("ts_ms"),
             )
         raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed' or 'debezium'")
+
+
+def _image_json(side: str, schema: StructType) -> Column:
+    """An image as Hudi's CDC query shows it: JSON, without meta columns where Hudi's comes from a .cdc file."""
+    image = F.col(side)
+    data = F.struct(*(image[f.name].alias(f.name) for f in schema.fields if f.name not in META_COLUMNS))
+    return (F.when(image.isNull(), F.lit(None))
+            .when(F.col(f"{side}_without_meta"), F.to_json(data, JSON_OPTIONS))
+            .otherwise(F.to_json(image, JSON_OPTIONS)))
 
 
 def _instant_millis(instant: Column) -> Column:
