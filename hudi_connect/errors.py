@@ -69,10 +69,22 @@ class LogDecodeError(HudiConnectError):
     """A Hudi log file or log block that cannot be decoded: malformed, truncated or of an unsupported version."""
 
 
+class MetadataTableError(HudiConnectError):
+    """Content of the metadata table (``.hoodie/metadata``) that cannot be read: a record of an unknown type,
+    records of one key that Hudi would refuse to merge, a payload that does not match its schema."""
+
+
+class HFileDecodeError(MetadataTableError):
+    """An HFile (a metadata table base file or HFile log block) that is malformed, truncated or uses a feature
+    hudi-connect does not read (a compression codec, a data block encoding)."""
+
+
 __all__ = [
+    "HFileDecodeError",
     "HudiConnectError",
     "InvalidInstantError",
     "LogDecodeError",
+    "MetadataTableError",
     "NotAHudiTableError",
     "ProvisioningError",
     "SchemaMismatchError",
