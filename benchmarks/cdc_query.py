@@ -59,9 +59,13 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=10)
     parser.add_argument("--changed", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=[f"{t}/{m}" for t, m in CONFIGURATIONS], action="append",
+                        help="run just these configurations (TABLE_TYPE/MODE); default all")
     args = parser.parse_args()
     with hudi_and_plain_sessions() as (hudi, plain, run_dir):
         for table_type, mode in CONFIGURATIONS:
+            if args.only and f"{table_type}/{mode}" not in args.only:
+                continue
             path = str(run_dir / f"{table_type}_{mode}".lower())
             begin = time.perf_counter()
             table = write_table(hudi, path, table_type, mode, args)

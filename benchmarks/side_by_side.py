@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.server import connect
+from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.stack.spark_connect import start_spark_connect
 
 T = TypeVar("T")
@@ -23,13 +24,14 @@ SCHEMA = "id long, name string, amount double, category string, ts long"
 
 
 @contextmanager
-def hudi_and_plain_sessions() -> Iterator[tuple[SparkSession, SparkSession, Path]]:
-    """Sessions on a Hudi server and on a plain one (no Hudi jar), and a local run directory."""
+def hudi_and_plain_sessions(minio: MinioEndpoint | None = None) -> Iterator[tuple[SparkSession, SparkSession, Path]]:
+    """Sessions on a Hudi server and on a plain one (no Hudi jar), both on ``minio`` if given,
+    and a local run directory."""
     run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
     run_dir.chmod(0o755)
-    hudi_server = start_spark_connect(run_dir, "hudi")
+    hudi_server = start_spark_connect(run_dir, "hudi", minio=minio)
     try:
-        plain_server = start_spark_connect(run_dir, "plain")
+        plain_server = start_spark_connect(run_dir, "plain", minio=minio)
         try:
             yield (connect(hudi_server.endpoint.url),  # type: ignore[attr-defined]
                    connect(plain_server.endpoint.url), run_dir)  # type: ignore[attr-defined]

@@ -10,6 +10,8 @@ completion time lies in (begin, end] on tables of version 8 and later).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
 
@@ -23,7 +25,11 @@ from hudi_connect.artifacts import ship_package
 from hudi_connect.commit_metadata import CommitMetadata
 from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
 from hudi_connect.executor import SliceReadConfig, list_table_files, read_file_slices
-from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.fs_view import FileSlice, StoredFile, valid_block_instants
+from hudi_connect.spec.expressions import Expression
+from hudi_connect.spec.file_index import FileIndex, TableState
+from hudi_connect.spec.models import TableDefinition
+from hudi_connect.spec.spark_columns import all_of
 from hudi_connect.storage import join
 from hudi_connect.table_config import TableProperties
 from hudi_connect.table_schema import META_COLUMNS, record_schema
@@ -43,6 +49,7 @@ class ReadPlan:
     record_schema: pa.Schema  # what the executors merge into
     schema: StructType  # the same, as Spark sees it
     commit_times: frozenset[str] | None = None
+    predicates: tuple[Expression, ...] = ()
 
     @property
     def base_files(self) -> int:
@@ -60,6 +67,7 @@ class TableReader:
         self._spark = spark
         self._base_path = base_path.rstrip("/")
         self.view = TimelineView.open(spark, self._base_path)
+        self.index = FileIndex(spark, self._base_path, self.view)
 
     @property
     def properties(self) -> TableProperties:
@@ -83,23 +91,23 @@ class TableReader:
         metadata: dict[Instant, CommitMetadata],
         as_of: str | None,
         commits_in_range: list[Instant] | None = None,
+        predicates: Sequence[Expression] = (),
     ) -> ReadPlan:
         props = self.view.properties
         commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
         schema_json = next((metadata[i].schema_json for i in reversed(commits) if metadata[i].schema_json), None)
         if schema_json is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema at {as_of or 'its latest'}")
-        slices = file_slices_at(
-            self.list_files(), timeline, table_version=props.version,
-            replaced=replaced_file_groups(metadata, as_of), as_of=as_of,
-        )
+        arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
+        state = TableState(timeline, metadata, TableDefinition.of(self._base_path, props, arrow_schema))
+        slices = [s for snapshot in self.index.list_files_at(as_of, predicates, state=state)
+                  for s in snapshot.file_slices]
         commit_times = None
         if commits_in_range is not None:
             touched = {(s.partition_path, s.file_id) for i in commits_in_range for s in metadata[i].write_stats}
             slices = [s for s in slices if (s.partition, s.file_id) in touched]
             commit_times = frozenset(i.requested_time for i in commits_in_range)
-        arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
-        return ReadPlan(tuple(slices), arrow_schema, from_arrow_schema(arrow_schema), commit_times)
+        return ReadPlan(tuple(slices), arrow_schema, from_arrow_schema(arrow_schema), commit_times, tuple(predicates))
 
     def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
         props = self.view.properties
@@ -133,24 +141,36 @@ class TableReader:
             df = df.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
         if plan.commit_times is not None and COMMIT_TIME in plan.schema.fieldNames():
             df = df.where(F.col(COMMIT_TIME).isin(sorted(plan.commit_times)))
+        if plan.predicates:
+            df = df.where(all_of(plan.predicates))
         return df
 
-    def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None) -> tuple[DataFrame, ReadPlan]:
+    def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
+              predicates: Sequence[Expression] = (), *, read_optimized: bool = False) -> tuple[DataFrame, ReadPlan]:
         timeline = self.view.timeline()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
-        plan = self._plan(timeline, metadata, as_of, commits_in_range)
+        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates)
+        if read_optimized:  # base files only: what compaction has merged so far
+            bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)
+            plan = dataclasses.replace(plan, slices=bases)
         return self._execute(plan, timeline, as_of), plan
 
     # --- public reads -----------------------------------------------------------------------
 
-    def snapshot(self) -> DataFrame:
-        return self._read(None)[0]
+    def snapshot(self, predicates: Sequence[Expression] = ()) -> DataFrame:
+        """The latest state; ``predicates`` prune partitions and files, then filter rows."""
+        return self._read(None, predicates=predicates)[0]
 
-    def as_of(self, instant: Instant | str) -> DataFrame:
+    def read_optimized(self, predicates: Sequence[Expression] = ()) -> DataFrame:
+        """Base files only (on MOR tables, what the last compactions wrote)."""
+        return self._read(None, predicates=predicates, read_optimized=True)[0]
+
+    def as_of(self, instant: Instant | str, predicates: Sequence[Expression] = ()) -> DataFrame:
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
-        return self._read(requested)[0]
+        return self._read(requested, predicates=predicates)[0]
 
-    def incremental(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
+    def incremental(self, begin: Instant | str, end: Instant | str | None = None,
+                    predicates: Sequence[Expression] = ()) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end]."""
         if not self.view.properties.populate_meta_fields:
             raise UnsupportedOperationError(
@@ -158,30 +178,14 @@ class TableReader:
                 "so its records carry no commit time and cannot be read incrementally (Hudi refuses too)"
             )
         timeline = self.view.timeline()
-        by_completion = self.view.properties.version >= 8
-
-        def range_time(value: Instant | str) -> str:
-            if isinstance(value, Instant):
-                return (value.completion_time or value.requested_time) if by_completion else value.requested_time
-            return "0" if value == "earliest" else validate_instant_time(value)
-
-        begin_time = range_time(begin)
-        end_time = range_time(end) if end is not None else None
-        if end_time is not None and end_time < begin_time:
-            raise InvalidInstantError(f"the incremental range ({begin_time}, {end_time}] ends before it begins")
-
-        def in_range(instant: Instant) -> bool:
-            time = (instant.completion_time or "") if by_completion else instant.requested_time
-            return time > begin_time and (end_time is None or time <= end_time)
-
-        commits = [i for i in timeline.write_commits() if in_range(i)]
+        commits = timeline.commits_between(begin, end, by_completion=self.view.properties.version >= 8)
         as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
             return self._spark.createDataFrame([], self._read(None)[1].schema)
-        return self._read(as_of, commits)[0]
+        return self._read(as_of, commits, predicates)[0]
 
-    def plan(self, as_of: str | None = None) -> ReadPlan:
-        return self._read(as_of)[1]
+    def plan(self, as_of: str | None = None, predicates: Sequence[Expression] = ()) -> ReadPlan:
+        return self._read(as_of, predicates=predicates)[1]
 
 
 __all__ = ["META_COLUMNS", "ReadPlan", "TableReader"]

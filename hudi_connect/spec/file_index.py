@@ -1,0 +1,223 @@
+"""``FileIndex`` (RFC-64): a table's file slices at an instant or between two, pruned by predicates.
+
+    index = FileIndex(spark, "s3a://lake/trips")
+    for snapshot in index.list_files_at(predicates=[col("city") == "paris", col("fare") > 20]):
+        ...  # one PartitionSnapshot at a time
+
+Listing runs on the executors, which drop pruned partitions before anything
+reaches the client and send the rest sorted by partition; the client streams
+them (``toLocalIterator``) and keeps one partition's files at a time, so its
+memory stays bounded however many files the table has. Files are pruned by
+column statistics only where that is sound: a slice with log files may hold
+records its base file's statistics know nothing of, so only base-only slices
+are dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial, reduce
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudi_connect.artifacts import ship_package
+from hudi_connect.commit_metadata import CommitMetadata
+from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
+from hudi_connect.spec.expressions import And, Expression
+from hudi_connect.spec.listing import (
+    LISTING_DDL,
+    MATCH_DDL,
+    PartitionFilter,
+    StatsConfig,
+    list_storage,
+    match_by_footer,
+)
+from hudi_connect.spec.metadata_reader import (
+    DataTimeline,
+    MetadataSource,
+    list_through_metadata,
+    match_by_metadata_stats,
+)
+from hudi_connect.spec.models import PartitionIncrementalSnapshot, PartitionSnapshot, TableDefinition, slice_bytes
+from hudi_connect.table_schema import record_schema
+from hudi_connect.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.timeline_view import TimelineView
+
+
+@dataclass
+class ListingCounts:
+    """What the last listing did: for tests, explain output and benchmarks."""
+
+    source: str = ""
+    partitions: int = 0
+    file_slices: int = 0
+    pruned_by_stats: int = 0
+    files: int = field(default=0)
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The timeline, commit metadata and definition one listing (or read) works from."""
+
+    timeline: Timeline
+    metadata: dict[Instant, CommitMetadata]
+    definition: TableDefinition
+
+
+def conjunction(predicates: Sequence[Expression]) -> Expression | None:
+    return reduce(And, predicates) if predicates else None
+
+
+class FileIndex:
+    """Lazy listings of one table's file slices."""
+
+    def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None, *,
+                 use_metadata: bool = True) -> None:
+        """``use_metadata``: list through the metadata table when the table has one (and it is caught up)."""
+        self._spark = spark
+        self._base_path = base_path.rstrip("/")
+        self.view = view or TimelineView.open(spark, self._base_path)
+        self.use_metadata = use_metadata
+        self.counts = ListingCounts()
+
+    def _metadata_has(self, partition: str) -> bool:
+        return self.use_metadata and partition in self.view.properties.metadata_partitions
+
+    def _metadata_source(self, timeline: Timeline) -> MetadataSource:
+        return MetadataSource(self._base_path, DataTimeline.of(timeline), self.view.properties.version)
+
+    def _one_task(self) -> DataFrame:
+        ship_package(self._spark)
+        return self._spark.createDataFrame([(self._base_path,)], "base_uri string")
+
+    # --- what the table is at a moment ---------------------------------------------------------
+
+    def state(self) -> TableState:
+        timeline = self.view.timeline()
+        commits = list(timeline.write_commits())
+        metadata = self.view.commit_metadata(commits)
+        schema_json = next((metadata[c].schema_json for c in reversed(commits) if metadata[c].schema_json), None)
+        props = self.view.properties
+        schema = record_schema(schema_json, meta_fields=props.populate_meta_fields) if schema_json else pa.schema([])
+        return TableState(timeline, metadata, TableDefinition.of(self._base_path, props, schema))
+
+    def definition(self) -> TableDefinition:
+        return self.state().definition
+
+    def _partition_filter(self, definition: TableDefinition, predicate: Expression | None) -> PartitionFilter:
+        props = self.view.properties
+        return PartitionFilter(definition.partition_fields, definition.schema, props.hive_style_partitioning,
+                               props.url_encode_partitioning, predicate)
+
+    # --- the listing plan ---------------------------------------------------------------------
+
+    def listing(self, keep: PartitionFilter, timeline: Timeline) -> DataFrame:
+        """(partition, name, size, source) of every data file in kept partitions, as a Spark plan."""
+        if self._metadata_has("files"):
+            return self._one_task().mapInArrow(
+                partial(list_through_metadata, self._metadata_source(timeline), keep), f"{LISTING_DDL}, source string")
+        storage = self._one_task().mapInArrow(partial(list_storage, keep), LISTING_DDL)
+        return storage.withColumn("source", F.lit("storage"))
+
+    def _with_stats(self, files: DataFrame, state: TableState, predicate: Expression | None) -> DataFrame:
+        """The listing with ``may_match``: False where a file's column statistics exclude the predicate
+        (from the metadata table's column_stats partition, else from Parquet footers)."""
+        columns = tuple(sorted((predicate.columns() if predicate else frozenset())
+                               - set(state.definition.partition_fields)))
+        if predicate is None or not columns:
+            return files.withColumn("may_match", F.lit(True))
+        if self._metadata_has("column_stats"):
+            source = self._metadata_source(state.timeline)
+            matches = self._one_task().mapInArrow(
+                partial(match_by_metadata_stats, source, predicate, columns), MATCH_DDL)
+        else:
+            config = StatsConfig(self._base_path, predicate, columns)
+            matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
+                       .mapInArrow(partial(match_by_footer, config), MATCH_DDL))
+        # file names are unique in a table (file id, write token, instant)
+        return (files.join(matches.drop("partition"), ["name"], "left")
+                .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))
+
+    def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
+                             as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
+        predicate = conjunction(predicates)
+        keep = self._partition_filter(state.definition, predicate)
+        plan = self._with_stats(self.listing(keep, state.timeline), state, predicate).orderBy("partition", "name")
+        replaced = replaced_file_groups(state.metadata, as_of)
+        version = self.view.properties.version
+        self.counts = ListingCounts()
+        rows = plan.toLocalIterator()
+        for partition, group in itertools.groupby(rows, key=lambda r: r.partition):
+            files, excluded = [], set()
+            for row in group:
+                self.counts.source = row.source
+                files.append(StoredFile(partition, row.name, row.size))
+                if not row.may_match:
+                    excluded.add(row.name)
+            self.counts.files += len(files)
+            slices = file_slices_at(files, state.timeline, table_version=version, replaced=replaced, as_of=as_of)
+            kept = [s for s in slices if not _excluded(s, excluded)]
+            self.counts.pruned_by_stats += len(slices) - len(kept)
+            if kept:
+                self.counts.partitions += 1
+                self.counts.file_slices += len(kept)
+                yield partition, kept
+
+    # --- RFC-64's listings --------------------------------------------------------------------
+
+    def list_files_at(self, instant: Instant | str | None = None, predicates: Sequence[Expression] = (),
+                      *, state: TableState | None = None) -> Iterator[PartitionSnapshot]:
+        """The file slices to read at ``instant`` (a requested time; default the latest), partition by partition.
+
+        ``state`` pins the timeline a caller already read, so that its read and this listing agree.
+        """
+        as_of = _requested(instant)
+        state = state or self.state()
+        keep = self._partition_filter(state.definition, None)
+        for partition, slices in self._slices_by_partition(state, predicates, as_of):
+            yield PartitionSnapshot(keep.descriptor(partition), as_of, tuple(slices))
+
+    def list_files_between(self, begin: Instant | str, end: Instant | str | None = None,
+                           predicates: Sequence[Expression] = ()) -> Iterator[PartitionIncrementalSnapshot]:
+        """Slices at ``end`` holding records written by commits in (begin, end], Hudi's incremental range."""
+        state = self.state()
+        commits = state.timeline.commits_between(begin, end, by_completion=self.view.properties.version >= 8)
+        if not commits:
+            return
+        touched = {(s.partition_path, s.file_id) for c in commits for s in state.metadata[c].write_stats}
+        as_of = max(c.requested_time for c in commits)
+        keep = self._partition_filter(state.definition, None)
+        times = tuple(c.requested_time for c in commits)
+        for partition, slices in self._slices_by_partition(state, predicates, as_of):
+            chosen = tuple(s for s in slices if (s.partition, s.file_id) in touched)
+            if chosen:
+                yield PartitionIncrementalSnapshot(keep.descriptor(partition), times[0], as_of, chosen, times)
+
+
+def _excluded(file_slice: FileSlice, excluded: set[str]) -> bool:
+    """Whether every file of the slice has statistics that exclude the predicate."""
+    names = [f.name for f in file_slice.log_files] + ([file_slice.base_file.name] if file_slice.base_file else [])
+    return bool(names) and all(name in excluded for name in names)
+
+
+def _requested(instant: Instant | str | None) -> str | None:
+    if instant is None:
+        return None
+    return instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
+
+
+def balanced_splits(slices: Iterable[FileSlice], count: int) -> list[list[FileSlice]]:
+    """``count`` groups of slices with near-equal bytes (largest first into the lightest group)."""
+    if count < 1:
+        raise ValueError(f"a split count must be at least 1, not {count}")
+    groups: list[list[FileSlice]] = [[] for _ in range(count)]
+    sizes = [0] * count
+    for file_slice in sorted(slices, key=slice_bytes, reverse=True):
+        lightest = sizes.index(min(sizes))
+        groups[lightest].append(file_slice)
+        sizes[lightest] += slice_bytes(file_slice)
+    return [g for g in groups if g]

@@ -1,0 +1,131 @@
+"""File listing and statistics-based pruning inside Spark's Python workers (``mapInArrow``).
+
+Partition pruning happens here, where the files are listed, so that files of
+pruned partitions never reach the client; rows leave sorted by partition, so
+that the client can build one partition's file slices at a time.
+Imports only pyarrow and our worker-side modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from hudi_connect.spec.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
+from hudi_connect.spec.models import PartitionDescriptor
+from hudi_connect.storage import filesystem_for, join
+
+LISTING_DDL = "partition string, name string, size long"
+LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
+MATCH_DDL = "partition string, name string, may_match boolean"
+MATCH_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("may_match", pa.bool_())])
+
+
+@dataclass(frozen=True)
+class PartitionFilter:
+    """How to read partition values from paths, and the predicate they must allow."""
+
+    fields: tuple[str, ...]
+    schema: pa.Schema
+    hive_style: bool
+    url_encoded: bool
+    predicate: Expression | None
+
+    def descriptor(self, path: str) -> PartitionDescriptor:
+        return PartitionDescriptor.parse(path, self.fields, self.schema, hive_style=self.hive_style,
+                                         url_encoded=self.url_encoded)
+
+    def keeps(self, path: str) -> bool:
+        return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)
+
+
+def _listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:
+    rows.sort()
+    return pa.RecordBatch.from_arrays(
+        [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
+         pa.array([r[2] for r in rows], pa.int64())],
+        schema=LISTING_SCHEMA,
+    )
+
+
+def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each ``base_uri``: the data files of kept partitions, from a storage listing."""
+    for batch in batches:
+        for base_uri in batch.column("base_uri").to_pylist():
+            filesystem, root = filesystem_for(base_uri)
+            root = root.rstrip("/")
+            kept: dict[str, bool] = {}
+            rows = []
+            selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+            for info in filesystem.get_file_info(selector):
+                if info.type != pafs.FileType.File:
+                    continue
+                relative = info.path[len(root) + 1:]
+                if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
+                    continue
+                partition, _, name = relative.rpartition("/")
+                if partition not in kept:
+                    kept[partition] = keep.keeps(partition)
+                if kept[partition]:
+                    rows.append((partition, name, info.size or 0))
+            yield _listing_batch(rows)
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    base_uri: str
+    predicate: Expression
+    columns: tuple[str, ...]  # the data columns the predicate reads
+
+
+def parquet_ranges(metadata: pq.FileMetaData, columns: tuple[str, ...]) -> dict[str, ColumnRange]:
+    """Per top-level column: min, max and null count over all row groups of a Parquet footer."""
+    ranges: dict[str, ColumnRange] = {}
+    names = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    for name in columns:
+        index = names.get(name)
+        if index is None:
+            continue
+        low: Any = None
+        high: Any = None
+        nulls = 0
+        known = True
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(index).statistics
+            if stats is None or not stats.has_null_count:
+                known = False
+                break
+            nulls += stats.null_count
+            if stats.has_min_max:
+                low = stats.min if low is None else min(low, stats.min)
+                high = stats.max if high is None else max(high, stats.max)
+            elif stats.null_count < metadata.row_group(group).num_rows:
+                known = False  # values without bounds: nothing to conclude
+                break
+        if known:
+            ranges[name] = ColumnRange(low, high, nulls, metadata.num_rows)
+    return ranges
+
+
+def match_by_footer(config: StatsConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each (partition, name) base file: whether its Parquet statistics allow the predicate."""
+    for batch in batches:
+        partitions, names, matches = [], [], []
+        for row in batch.to_pylist():
+            if not row["name"].endswith(".parquet"):
+                continue
+            filesystem, path = filesystem_for(join(config.base_uri, row["partition"], row["name"]))
+            with filesystem.open_input_file(path) as handle:
+                ranges = parquet_ranges(pq.ParquetFile(handle).metadata, config.columns)
+            partitions.append(row["partition"])
+            names.append(row["name"])
+            matches.append(stats_may_match(config.predicate, ranges))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(partitions, pa.string()), pa.array(names, pa.string()), pa.array(matches, pa.bool_())],
+            schema=MATCH_SCHEMA,
+        )

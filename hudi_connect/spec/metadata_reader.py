@@ -1,0 +1,209 @@
+"""Listing, column statistics and record locations from the metadata table, inside a worker.
+
+One task does everything a listing needs, so that the metadata table costs
+one Spark job, as a storage listing does: it lists the metadata table's
+timeline and partition directory itself, picks each file group's latest
+slice, reads the HFile base file and the log blocks, and merges the records.
+
+HUDI-2285's reader side: a log block counts only if its instant is a completed
+data-table instant, or a completed metadata deltacommit that stands for no
+pending data-table instant (initialization and indexing write such). A crashed
+write leaves its metadata deltacommit completed and its data instant pending:
+its files stay invisible. When the metadata table has not caught up with the
+data table's latest completed instant, the task lists storage instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at
+from hudi_connect.log.format import LogBlock, read_log_blocks
+from hudi_connect.metadata import (
+    ColumnStats,
+    MetadataEntry,
+    column_stats,
+    file_group_id,
+    file_group_index,
+    hfile_records,
+    log_entries,
+    merge_entries,
+    partition_files,
+    record_locations,
+)
+from hudi_connect.spec.expressions import ColumnRange, Expression, stats_may_match
+from hudi_connect.spec.listing import MATCH_SCHEMA, PartitionFilter, _listing_batch, list_storage
+from hudi_connect.storage import filesystem_for, join, read_bytes
+from hudi_connect.timeline import Action, Timeline, parse_instant_file_name
+
+METADATA_DIR = ".hoodie/metadata"
+# data-table actions that write a metadata deltacommit of the same instant time
+TRACKED_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK})
+LOCATION_SCHEMA = pa.schema([("record_key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
+                             ("instant_millis", pa.int64())])
+LOCATION_DDL = "record_key string, partition string, file_id string, instant_millis long"
+
+
+@dataclass(frozen=True)
+class DataTimeline:
+    """What the metadata reader needs of the data table's timeline (small: instant times only)."""
+
+    completed: frozenset[str]  # requested times of completed instants, every action
+    pending: frozenset[str]
+    latest_tracked: str | None  # the last completed instant the metadata table must have
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> DataTimeline:
+        tracked = [i.requested_time for i in timeline if i.is_completed and i.action in TRACKED_ACTIONS]
+        return cls(frozenset(i.requested_time for i in timeline if i.is_completed),
+                   frozenset(i.requested_time for i in timeline if not i.is_completed), max(tracked, default=None))
+
+
+@dataclass(frozen=True)
+class MetadataSource:
+    base_uri: str  # the data table
+    data: DataTimeline
+    table_version: int
+
+    @property
+    def metadata_uri(self) -> str:
+        return join(self.base_uri, METADATA_DIR)
+
+
+def _metadata_timeline(source: MetadataSource) -> Timeline | None:
+    filesystem, root = filesystem_for(join(source.metadata_uri, ".hoodie"))
+    files = []
+    for directory in (f"{root}/timeline", root):
+        infos = filesystem.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+        for info in infos:
+            if info.type == pafs.FileType.File:
+                mtime = int(info.mtime.timestamp() * 1000) if info.mtime else None
+                parsed = parse_instant_file_name(info.base_name, mtime)
+                if parsed is not None:
+                    files.append(parsed)
+        if files:
+            break
+    return Timeline.from_files(files) if files else None
+
+
+def valid_block_instants(source: MetadataSource, metadata_timeline: Timeline) -> frozenset[str]:
+    """Instants whose metadata log blocks a reader may merge (HUDI-2285)."""
+    own = {i.requested_time for i in metadata_timeline
+           if i.is_completed and i.action is Action.DELTA_COMMIT and i.requested_time not in source.data.pending}
+    return frozenset(source.data.completed | own)
+
+
+def caught_up(source: MetadataSource, metadata_timeline: Timeline | None) -> bool:
+    if metadata_timeline is None:
+        return False
+    if source.data.latest_tracked is None:
+        return True
+    return any(i.requested_time == source.data.latest_tracked and i.is_completed for i in metadata_timeline)
+
+
+def partition_slices(source: MetadataSource, metadata_timeline: Timeline, partition: str) -> list[FileSlice]:
+    """The latest slice of each file group of one metadata partition."""
+    filesystem, root = filesystem_for(join(source.metadata_uri, partition))
+    stored = [StoredFile(partition, info.base_name, info.size or 0)
+              for info in filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+              if info.type == pafs.FileType.File]
+    return file_slices_at(stored, metadata_timeline, table_version=source.table_version)
+
+
+def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozenset[str],
+                  keys: Sequence[str] | None = None) -> list[MetadataEntry]:
+    """A metadata file slice's records in merge order: base file, then valid log blocks."""
+    entries: list[MetadataEntry] = []
+    if file_slice.base_file is not None:
+        uri = join(source.metadata_uri, file_slice.partition, file_slice.base_file.name)
+        entries.extend(hfile_records(read_bytes(uri), instant_time=file_slice.base_instant, keys=keys, source=uri))
+    blocks: list[LogBlock] = []
+    for log in file_slice.log_files:
+        uri = join(source.metadata_uri, file_slice.partition, log.name)
+        blocks.extend(read_log_blocks(read_bytes(uri), source=uri))
+    entries.extend(e for e in log_entries(blocks, keys) if e.instant_time in valid)
+    return entries
+
+
+def _metadata_listing(source: MetadataSource, timeline: Timeline, keep: PartitionFilter) -> pa.RecordBatch:
+    valid = valid_block_instants(source, timeline)
+    rows: list[tuple[str, str, int]] = []
+    for file_slice in partition_slices(source, timeline, "files"):
+        for partition, files in partition_files(merge_entries(slice_entries(source, file_slice, valid))).items():
+            if keep.keeps(partition):
+                rows.extend((partition, name, size) for name, size in files.files.items() if name not in files.deleted)
+    return _listing_batch(rows)
+
+
+def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
+                          batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: the data files of kept partitions, from the metadata table's files
+    partition when it has caught up, else from a storage listing."""
+    for batch in batches:
+        for _ in range(batch.num_rows):
+            timeline = _metadata_timeline(source)
+            if timeline is not None and caught_up(source, timeline):
+                listing = _metadata_listing(source, timeline, keep)
+                yield listing.append_column("source", pa.array(["metadata"] * listing.num_rows, pa.string()))
+            else:
+                base = pa.record_batch({"base_uri": [source.base_uri]})
+                for listing in list_storage(keep, [base]):
+                    yield listing.append_column("source", pa.array(["storage"] * listing.num_rows, pa.string()))
+
+
+def _ranges(stats: Iterable[ColumnStats], columns: tuple[str, ...]) -> dict[str, dict[str, ColumnRange]]:
+    by_file: dict[str, dict[str, ColumnRange]] = {}
+    for entry in stats:
+        if entry.file_name is not None and entry.column in columns:
+            by_file.setdefault(entry.file_name, {})[entry.column] = ColumnRange(
+                entry.min_value, entry.max_value, entry.null_count, entry.value_count)
+    return by_file
+
+
+def match_by_metadata_stats(source: MetadataSource, predicate: Expression, columns: tuple[str, ...],
+                            batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers."""
+    for batch in batches:
+        for _ in range(batch.num_rows):
+            timeline = _metadata_timeline(source)
+            if timeline is None or not caught_up(source, timeline):
+                continue  # no statistics: nothing is pruned
+            valid = valid_block_instants(source, timeline)
+            names, matches = [], []
+            for file_slice in partition_slices(source, timeline, "column_stats"):
+                merged = merge_entries(slice_entries(source, file_slice, valid))
+                for name, ranges in _ranges(column_stats(merged), columns).items():
+                    names.append(name)
+                    matches.append(stats_may_match(predicate, ranges))
+            yield pa.RecordBatch.from_arrays(
+                [pa.nulls(len(names), pa.string()), pa.array(names, pa.string()), pa.array(matches, pa.bool_())],
+                schema=MATCH_SCHEMA)
+
+
+def locate(source: MetadataSource, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: record keys in, their record-index locations out (absent keys: no row)."""
+    for batch in batches:
+        keys = [k for k in batch.column("record_key").to_pylist() if k is not None]
+        if not keys:
+            continue
+        timeline = _metadata_timeline(source)
+        if timeline is None:
+            continue
+        valid = valid_block_instants(source, timeline)
+        groups = {s.file_id: s for s in partition_slices(source, timeline, "record_index")}
+        wanted: dict[str, list[str]] = {}
+        for key in keys:
+            wanted.setdefault(file_group_id("record_index", file_group_index(key, len(groups))), []).append(key)
+        found = {}
+        for file_id, group_keys in wanted.items():
+            if file_id in groups:
+                found.update(record_locations(merge_entries(slice_entries(source, groups[file_id], valid, group_keys))))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(list(found), pa.string()), pa.array([v.partition for v in found.values()], pa.string()),
+             pa.array([v.file_id for v in found.values()], pa.string()),
+             pa.array([v.instant_millis for v in found.values()], pa.int64())],
+            schema=LOCATION_SCHEMA)

@@ -1,0 +1,203 @@
+"""The Table Spec API on the plain server (no Hudi jar): FileIndex listings through the
+metadata table against storage listings, pruned reads, the record index, and the
+client's memory while listing a table of 20,000 file slices.
+
+Oracles: the storage listing (the same HUDI-2285 rules applied to what is on
+disk), unpruned reads filtered by Spark, and where records really are
+(``_hoodie_partition_path`` / ``_hoodie_file_name`` of a snapshot).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from hudi_connect.reader import TableReader
+from hudi_connect.spec import FileIndex, RecordIndex, col, to_spark
+from hudi_connect.spec.expressions import Expression
+from hudi_connect.table import HudiTable
+from hudi_connect.testing.fixture_tables import unzip_fixture
+from hudi_connect.timeline import Instant
+
+METADATA_FIXTURES = ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite"]
+SCHEMA = "id int, v string, ts long, part string"
+META_OPTIONS = {
+    "hoodie.metadata.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.clean.automatic": "false",
+    "hoodie.compact.inline.max.delta.commits": "100",
+    "hoodie.parquet.small.file.limit": "0",
+}
+
+
+def slices_of(index: FileIndex, instant: Instant | str | None = None,
+              predicates: list[Expression] | None = None) -> set[tuple[Any, ...]]:
+    return {
+        (s.partition, s.file_id, s.base_file.name if s.base_file else None, tuple(f.name for f in s.log_files))
+        for snapshot in index.list_files_at(instant, predicates or [])
+        for s in snapshot.file_slices
+    }
+
+
+def assert_listings_agree(spark: SparkSession, base: str, expect_metadata: bool = True) -> None:
+    through_metadata = FileIndex(spark, base)
+    from_storage = FileIndex(spark, base, use_metadata=False)
+    commits = list(from_storage.view.timeline().write_commits())
+    for instant in [None, *commits]:
+        listed = slices_of(through_metadata, instant)
+        assert listed == slices_of(from_storage, instant), f"{base} at {instant}"
+        assert listed or instant is not None
+        assert through_metadata.counts.source == ("metadata" if expect_metadata else "storage")
+        assert from_storage.counts.source == "storage"
+
+
+@pytest.mark.parametrize("name", METADATA_FIXTURES)
+def test_fixture_listing_through_the_metadata_table_equals_storage(
+    plain_spark: SparkSession, tmp_path: Path, name: str
+) -> None:
+    assert_listings_agree(plain_spark, str(unzip_fixture(name, tmp_path)))
+
+
+def write_table(spark: SparkSession, base: str, table_type: str) -> tuple[HudiTable, list[Instant]]:
+    table = HudiTable.create(spark, base, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                             table_type=table_type, metadata_table=True, options=META_OPTIONS)
+    rows = lambda data: spark.createDataFrame(data, SCHEMA)  # noqa: E731
+    commits = [table.insert(rows([(k, f"v{k}", k, f"p{k % 4}") for k in range(40)]))]
+    commits.append(table.upsert(rows([(k, f"u{k}", 100 + k, f"p{k % 4}") for k in range(0, 40, 3)])))
+    commits.append(table.insert(rows([(k, f"n{k}", 200 + k, f"p{k % 4}") for k in range(40, 60)])))
+    commits.append(table.delete(spark.createDataFrame([(k,) for k in range(1, 6)], "id int")))
+    return table, commits
+
+
+def crash_a_write(spark: SparkSession, table: HudiTable, base: str) -> Instant:
+    """A write whose data instant never completed, while its metadata deltacommit did: what a
+    writer crashing between the two leaves (HUDI-2285)."""
+    crashed = table.upsert(spark.createDataFrame([(k, "failed", 999, f"p{k % 4}") for k in range(60)], SCHEMA))
+    Path(base, ".hoodie", "timeline",
+         f"{crashed.requested_time}_{crashed.completion_time}.{crashed.action.value}").unlink()
+    metadata_timeline = Path(base, ".hoodie", "metadata", ".hoodie", "timeline")
+    assert list(metadata_timeline.glob(f"{crashed.requested_time}_*.deltacommit")), "metadata has the write"
+    return crashed
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_written_table_listing_and_record_index_with_a_failed_write(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, table_type: str
+) -> None:
+    table, _ = write_table(spark, local_base_path, table_type)
+    crash_a_write(spark, table, local_base_path)
+    assert_listings_agree(plain_spark, local_base_path)
+    reader = TableReader(plain_spark, local_base_path)
+    assert reader.snapshot().where("v = 'failed'").count() == 0
+
+    # the record index against where each record is
+    snapshot = reader.snapshot().select("id", "_hoodie_partition_path", "_hoodie_file_name").collect()
+    where = {str(r.id): (r._hoodie_partition_path, r._hoodie_file_name.split("_", 1)[0]) for r in snapshot}
+    tagged = RecordIndex(plain_spark, local_base_path).tag([*where, "1", "2", "404"])
+    assert {k: (v.partition, v.file_id) for k, v in tagged.items() if v} == where
+    assert tagged["1"] is None and tagged["404"] is None  # deleted, never written
+
+
+def test_metadata_table_behind_falls_back_to_storage(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str
+) -> None:
+    _, commits = write_table(spark, local_base_path, "COPY_ON_WRITE")
+    latest = commits[-1]
+    # the metadata table lost its last deltacommit: it no longer knows the latest data commit
+    for path in Path(local_base_path, ".hoodie", "metadata", ".hoodie", "timeline").glob(
+            f"{latest.requested_time}_*.deltacommit"):
+        path.unlink()
+    assert_listings_agree(plain_spark, local_base_path, expect_metadata=False)
+
+
+def rows_of(df: DataFrame) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(r) for r in df.select("id", "v", "ts", "part").collect())
+
+
+@pytest.mark.parametrize("metadata_table", [True, False])
+def test_pruned_reads_equal_filtered_reads_and_read_fewer_files(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, metadata_table: bool
+) -> None:
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type="COPY_ON_WRITE", metadata_table=metadata_table,
+                             options=META_OPTIONS if metadata_table else {"hoodie.parquet.small.file.limit": "0"})
+    for batch in range(4):  # four inserts: each partition gets one file per batch, with disjoint ts ranges
+        keys = range(batch * 100, batch * 100 + 100)
+        table.insert(spark.createDataFrame([(k, f"v{k}", k, f"p{k % 4}") for k in keys], SCHEMA))
+    reader = TableReader(plain_spark, local_base_path)
+    everything = reader.plan()
+    cases: list[list[Expression]] = [
+        [col("part") == "p1"],
+        [col("ts") >= 250],
+        [col("part").isin("p0", "p3"), col("ts") < 120],
+        [(col("ts") < 50) | (col("ts") > 390)],
+        [~(col("part") == "p2") & (col("v") == "v333")],
+    ]
+    for predicates in cases:
+        pruned = reader.plan(predicates=predicates)
+        assert pruned.base_files < everything.base_files, predicates
+        expected = rows_of(reader.snapshot().where(to_spark(predicates[0]) if len(predicates) == 1 else
+                                                   to_spark(predicates[0]) & to_spark(predicates[1])))
+        assert rows_of(reader.snapshot(predicates)) == expected and expected, predicates
+    assert reader.index.counts.source == ("metadata" if metadata_table else "storage")
+
+
+def test_fixture_record_index_and_pruning(plain_spark: SparkSession, tmp_path: Path) -> None:
+    base = str(unzip_fixture("mor_avro_v9_txns_simple_meta", tmp_path))
+    reader = TableReader(plain_spark, base)
+    snapshot = reader.snapshot().select("txn_id", "_hoodie_partition_path", "_hoodie_file_name").collect()
+    where = {r.txn_id: (r._hoodie_partition_path, r._hoodie_file_name.split("_", 1)[0]) for r in snapshot}
+    tagged = RecordIndex(plain_spark, base).tag([*where, "TXN-404"])
+    assert {k: (v.partition, v.file_id) for k, v in tagged.items() if v} == where and tagged["TXN-404"] is None
+    predicate = [col("region") == "eu"]
+    assert rows_of_txn(reader.snapshot(predicate)) == rows_of_txn(reader.snapshot().where("region = 'eu'"))
+    assert reader.plan(predicates=predicate).base_files < reader.plan().base_files
+
+
+def rows_of_txn(df: DataFrame) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(r) for r in df.select("txn_id", "amount", "region").collect())
+
+
+MEMORY_PROBE = """
+import json, resource, sys
+from hudi_connect.server import connect
+from hudi_connect.spec import FileIndex
+spark = connect(sys.argv[1])
+index = FileIndex(spark, sys.argv[2], use_metadata=False)
+index.definition()
+baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+slices = sum(len(s.file_slices) for s in index.list_files_at())
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"slices": slices, "baseline_kb": baseline, "peak_kb": peak}))
+"""
+
+
+def test_listing_20000_file_slices_keeps_client_memory_bounded(
+    spark: SparkSession, plain_server_url: str, local_base_path: str
+) -> None:
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type="COPY_ON_WRITE", metadata_table=False)
+    commit = table.insert(spark.createDataFrame([(0, "v", 0, "p0")], SCHEMA))
+    # 20,000 more file groups in 200 partitions, named as Hudi names base files of that commit
+    # (listing never opens them)
+    for p in range(200):
+        directory = Path(local_base_path, f"part=q{p:03d}")
+        directory.mkdir()
+        for _ in range(100):
+            Path(directory, f"{uuid.uuid4()}-0_0-1-1_{commit.requested_time}.parquet").write_bytes(b"")
+    probe = subprocess.run([sys.executable, "-c", MEMORY_PROBE, plain_server_url, local_base_path],
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    result = json.loads(probe.stdout.strip().splitlines()[-1])
+    print(f"listing memory: {result}")
+    assert result["slices"] == 20_001
+    assert result["peak_kb"] < 300 * 1024, f"client peak RSS {result['peak_kb'] / 1024:.0f} MB"
