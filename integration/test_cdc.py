@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.reader import TableReader
+from hudi_connect.spec import col
 from hudi_connect.table import HudiTable
 from hudi_connect.testing.compare import row_multiset
 from hudi_connect.testing.fixture_tables import unzip_fixture
@@ -252,3 +253,20 @@ def test_typed_and_debezium_formats(plain_spark: SparkSession, tmp_path: Path) -
     assert all(r.ts_ms > 0 for r in debezium)
     with pytest.raises(ValueError, match="unknown change format"):
         query.changes("earliest", format="avro")  # type: ignore[arg-type]
+
+
+def test_predicates_prune_and_filter_changes(plain_spark: SparkSession, tmp_path: Path) -> None:
+    base = unzip_fixture("mor_avro_v9_txns_simple_meta", tmp_path)
+    query = ChangeQuery(plain_spark, str(base))
+    everything = query.changes("earliest", format="typed").collect()
+
+    def matches(image: Row | None) -> bool:
+        return image is not None and image.region == "eu" and image.amount > 100
+
+    expected = Counter((r.op, r.record_key, _record(r.before), _record(r.after))
+                       for r in everything if matches(r.before) or matches(r.after))
+    predicates = [col("region") == "eu", col("amount") > 100]
+    got = query.changes("earliest", format="typed", predicates=predicates).collect()
+    assert Counter((r.op, r.record_key, _record(r.before), _record(r.after)) for r in got) == expected
+    assert expected and len(expected) < len(everything)
+    assert sum(1 for _ in query.changes("earliest", predicates=predicates).collect()) == len(got)

@@ -93,11 +93,20 @@ def crash_a_write(spark: SparkSession, table: HudiTable, base: str) -> Instant:
 def test_written_table_listing_and_record_index_with_a_failed_write(
     spark: SparkSession, plain_spark: SparkSession, local_base_path: str, table_type: str
 ) -> None:
-    table, _ = write_table(spark, local_base_path, table_type)
+    table, commits = write_table(spark, local_base_path, table_type)
     crash_a_write(spark, table, local_base_path)
     assert_listings_agree(plain_spark, local_base_path)
     reader = TableReader(plain_spark, local_base_path)
     assert reader.snapshot().where("v = 'failed'").count() == 0
+    assert rows_of(reader.read_optimized()) == rows_of(table.read_optimized())
+    assert rows_of(reader.snapshot()) == rows_of(table.snapshot())
+
+    # slices between two commits: exactly the file groups those commits wrote
+    index = FileIndex(plain_spark, local_base_path)
+    between = [s for snap in index.list_files_between(commits[0], commits[2]) for s in snap.file_slices]
+    written = {(w.partition_path, w.file_id) for c in commits[1:3]
+               for w in index.view.commit_metadata([c])[c].write_stats}
+    assert {(s.partition, s.file_id) for s in between} == written
 
     # the record index against where each record is
     snapshot = reader.snapshot().select("id", "_hoodie_partition_path", "_hoodie_file_name").collect()

@@ -11,7 +11,7 @@ range follows Hudi 1.x: commits whose completion time lies in (begin, end]
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Literal
 
@@ -26,6 +26,10 @@ from hudi_connect.errors import InvalidInstantError
 from hudi_connect.executor import SliceReadConfig
 from hudi_connect.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.reader import TableReader
+from hudi_connect.spec.expressions import Expression
+from hudi_connect.spec.file_index import conjunction
+from hudi_connect.spec.listing import PartitionFilter
+from hudi_connect.spec.spark_columns import all_of
 from hudi_connect.table_config import CdcLoggingMode
 from hudi_connect.table_schema import META_COLUMNS, record_schema
 from hudi_connect.timeline import Instant, Timeline
@@ -64,15 +68,18 @@ class ChangeQuery:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema")
         return schema
 
-    def _events(self, begin: Instant | str, end: Instant | str | None) -> tuple[DataFrame, StructType]:
+    def _events(self, begin: Instant | str, end: Instant | str | None,
+                predicates: Sequence[Expression]) -> tuple[DataFrame, StructType]:
         """Events with images as structs of the record schema (the second value)."""
         commits, in_range = self._range(begin, end)
         view = self._reader.view
         props = view.properties
         metadata = view.commit_metadata(commits)
-        splits = infer_splits(commits, metadata, in_range)
         schema_json = self._record_schema_json(commits)
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
+        keep = PartitionFilter(props.partition_fields, arrow_schema, props.hive_style_partitioning,
+                               props.url_encode_partitioning, conjunction(predicates))
+        splits = [s for s in infer_splits(commits, metadata, in_range) if keep.keeps(s.partition)]
         from pyspark.sql.pandas.types import from_arrow_schema
 
         spark_schema = from_arrow_schema(arrow_schema)
@@ -103,15 +110,20 @@ class ChangeQuery:
         return splits_df.mapInArrow(partial(change_events, config), events_schema), spark_schema
 
     def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
-                format: ChangeFormat = "hudi") -> DataFrame:
+                format: ChangeFormat = "hudi", predicates: Sequence[Expression] = ()) -> DataFrame:
         """The changes of commits in (begin, end], in Hudi's CDC schema or another ``format``.
 
         - ``hudi``: op (i/u/d), ts_ms (the commit's instant), before and after as JSON strings;
         - ``typed``: before and after as structs of the table's schema, with the commit's
           requested and completion times and the record key;
         - ``debezium``: op (c/u/d), before, after, source (table, path, commit), ts_ms.
+
+        ``predicates`` prune partitions, then keep the changes whose before or after image satisfies them.
         """
-        events, schema = self._events(begin, end)
+        events, schema = self._events(begin, end, predicates)
+        if predicates:  # a change is kept when either image satisfies the predicates
+            events = events.where(F.coalesce(all_of(predicates, "before"), F.lit(False))
+                                  | F.coalesce(all_of(predicates, "after"), F.lit(False)))
         if format == "hudi":
             return events.select("op", "ts_ms", _image_json("before", schema).alias("before"),
                                  _image_json("after", schema).alias("after"))

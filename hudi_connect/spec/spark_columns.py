@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
 from typing import Any
 
@@ -32,29 +32,32 @@ _FUNCTIONS: Mapping[str, Callable[..., SparkColumn]] = {
 }
 
 
-def to_spark(expr: Expression) -> SparkColumn:
-    """The Spark column computing ``expr`` (SQL semantics, as :func:`evaluate` mirrors)."""
+def to_spark(expr: Expression, qualifier: str | None = None) -> SparkColumn:
+    """The Spark column computing ``expr`` (SQL semantics, as :func:`evaluate` mirrors).
+
+    ``qualifier`` reads columns from a struct column instead (``after`` of a change event, say).
+    """
     if isinstance(expr, Column):
-        return F.col(expr.name)
+        return F.col(f"{qualifier}.{expr.name}" if qualifier else expr.name)
     if isinstance(expr, Literal):
         return F.lit(expr.value)
     if isinstance(expr, Comparison):
-        return _COMPARE[expr.op](to_spark(expr.left), to_spark(expr.right))
+        return _COMPARE[expr.op](to_spark(expr.left, qualifier), to_spark(expr.right, qualifier))
     if isinstance(expr, In):
-        return to_spark(expr.value).isin(*expr.options)
+        return to_spark(expr.value, qualifier).isin(*expr.options)
     if isinstance(expr, IsNull):
-        return to_spark(expr.value).isNull()
+        return to_spark(expr.value, qualifier).isNull()
     if isinstance(expr, And):
-        return to_spark(expr.left) & to_spark(expr.right)
+        return to_spark(expr.left, qualifier) & to_spark(expr.right, qualifier)
     if isinstance(expr, Or):
-        return to_spark(expr.left) | to_spark(expr.right)
+        return to_spark(expr.left, qualifier) | to_spark(expr.right, qualifier)
     if isinstance(expr, Not):
-        return ~to_spark(expr.value)
+        return ~to_spark(expr.value, qualifier)
     if isinstance(expr, Function):
-        return _FUNCTIONS[expr.name](*(to_spark(a) for a in expr.args))
+        return _FUNCTIONS[expr.name](*(to_spark(a, qualifier) for a in expr.args))
     raise TypeError(f"not an expression: {expr!r}")
 
 
-def all_of(predicates: list[Expression] | tuple[Expression, ...]) -> Any:
+def all_of(predicates: Sequence[Expression], qualifier: str | None = None) -> Any:
     """The conjunction of ``predicates`` as one Spark column (None when there are none)."""
-    return reduce(lambda a, b: a & b, (to_spark(p) for p in predicates)) if predicates else None
+    return reduce(lambda a, b: a & b, (to_spark(p, qualifier) for p in predicates)) if predicates else None
