@@ -31,26 +31,29 @@ COMMIT_TIME_COLUMN = "_hoodie_commit_time"
 IS_DELETED_COLUMN = "_hoodie_is_deleted"
 
 
+def data_files(base_uri: str) -> Iterator[tuple[str, str, int]]:
+    """(partition, name, size) of every file below ``base_uri`` outside ``.hoodie``, from a storage listing."""
+    filesystem, root = filesystem_for(base_uri)
+    root = root.rstrip("/")
+    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+    for info in filesystem.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        relative = info.path[len(root) + 1:]
+        if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
+            continue
+        partition, _, name = relative.rpartition("/")
+        yield partition, name, info.size or 0
+
+
 def list_table_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each input row (``base_uri``): every file below it outside ``.hoodie``."""
     for batch in batches:
         for base_uri in batch.column("base_uri").to_pylist():
-            filesystem, root = filesystem_for(base_uri)
-            root = root.rstrip("/")
-            partitions, names, sizes = [], [], []
-            selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
-            for info in filesystem.get_file_info(selector):
-                if info.type != pafs.FileType.File:
-                    continue
-                relative = info.path[len(root) + 1:]
-                if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
-                    continue
-                partition, _, name = relative.rpartition("/")
-                partitions.append(partition)
-                names.append(name)
-                sizes.append(info.size or 0)
+            rows = list(data_files(base_uri))
             yield pa.RecordBatch.from_arrays(
-                [pa.array(partitions, pa.string()), pa.array(names, pa.string()), pa.array(sizes, pa.int64())],
+                [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
+                 pa.array([r[2] for r in rows], pa.int64())],
                 schema=LISTING_SCHEMA,
             )
 

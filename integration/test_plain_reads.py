@@ -27,7 +27,7 @@ from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.table import HudiTable
 from hudi_connect.table_schema import META_COLUMNS
 from hudi_connect.testing.compare import arrow_multiset, row_multiset
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
+from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture, upload_table
 
 FIXTURES = [n for n in fixture_names() if n != "cow_v6_empty"]
 
@@ -88,16 +88,8 @@ def test_fixture_reads_on_the_plain_server_equal_hudi_rs(plain_spark: SparkSessi
 def test_fixture_on_minio_reads_through_executor_s3_access(
     plain_spark: SparkSession, tmp_path: Path, minio_endpoint: MinioEndpoint, s3_bucket: str
 ) -> None:
-    from minio import Minio
-
     base = unzip_fixture("mor_avro_v9_txns_simple_nometa", tmp_path)
-    client = Minio(minio_endpoint.endpoint_url.split("://")[1], minio_endpoint.access_key,
-                   minio_endpoint.secret_key, secure=False)
-    prefix = f"fixtures/{tmp_path.name}"
-    for path in base.rglob("*"):
-        if path.is_file():
-            client.fput_object(s3_bucket, f"{prefix}/{path.relative_to(base)}", str(path))
-    reader = TableReader(plain_spark, f"s3a://{s3_bucket}/{prefix}")
+    reader = TableReader(plain_spark, upload_table(base, minio_endpoint, s3_bucket, f"fixtures/{tmp_path.name}"))
     rs_table = HudiTableBuilder.from_base_uri(str(base)).build()
     columns = [c for c in reader.snapshot().columns if c != "_hoodie_file_name"]
     assert multiset(reader.snapshot(), columns) == arrow_multiset(pa.Table.from_batches(rs_table.read()), columns)

@@ -23,8 +23,9 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex, col, to_spark
 from hudi_connect.spec.expressions import Expression
+from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.table import HudiTable
-from hudi_connect.testing.fixture_tables import unzip_fixture
+from hudi_connect.testing.fixture_tables import unzip_fixture, upload_table
 from hudi_connect.timeline import Instant
 
 METADATA_FIXTURES = ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite"]
@@ -65,6 +66,16 @@ def test_fixture_listing_through_the_metadata_table_equals_storage(
     plain_spark: SparkSession, tmp_path: Path, name: str
 ) -> None:
     assert_listings_agree(plain_spark, str(unzip_fixture(name, tmp_path)))
+
+
+def test_metadata_table_on_minio_reads_through_executor_s3_access(
+    plain_spark: SparkSession, tmp_path: Path, minio_endpoint: MinioEndpoint, s3_bucket: str
+) -> None:
+    base = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    path = upload_table(base, minio_endpoint, s3_bucket, f"fixtures/{tmp_path.name}")
+    assert_listings_agree(plain_spark, path)
+    tagged = RecordIndex(plain_spark, path).tag(["TXN-001", "TXN-404"])
+    assert tagged["TXN-001"] is not None and tagged["TXN-404"] is None
 
 
 def write_table(spark: SparkSession, base: str, table_type: str) -> tuple[HudiTable, list[Instant]]:

@@ -128,7 +128,7 @@ class FileIndex:
         (from the metadata table's column_stats partition, else from Parquet footers)."""
         columns = tuple(sorted((predicate.columns() if predicate else frozenset())
                                - set(state.definition.partition_fields)))
-        if predicate is None or not columns:
+        if predicate is None or not columns:  # one listing task emits rows sorted by partition already
             return files.withColumn("may_match", F.lit(True))
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)
@@ -139,14 +139,16 @@ class FileIndex:
             matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
                        .mapInArrow(partial(match_by_footer, config), MATCH_DDL))
         # file names are unique in a table (file id, write token, instant)
-        return (files.join(matches.drop("partition"), ["name"], "left")
-                .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))
+        joined = (files.join(matches.drop("partition"), ["name"], "left")
+                  .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))
+        # sorted again after the join, in one partition: no range-partitioning job as orderBy would run
+        return joined.coalesce(1).sortWithinPartitions("partition", "name")
 
     def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
         keep = self._partition_filter(state.definition, predicate)
-        plan = self._with_stats(self.listing(keep, state.timeline), state, predicate).orderBy("partition", "name")
+        plan = self._with_stats(self.listing(keep, state.timeline), state, predicate)
         replaced = replaced_file_groups(state.metadata, as_of)
         version = self.view.properties.version
         self.counts = ListingCounts()

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from hudi_connect.executor import data_files
 from hudi_connect.spec.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.spec.models import PartitionDescriptor
 from hudi_connect.storage import filesystem_for, join
@@ -57,22 +57,13 @@ def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> It
     """For each ``base_uri``: the data files of kept partitions, from a storage listing."""
     for batch in batches:
         for base_uri in batch.column("base_uri").to_pylist():
-            filesystem, root = filesystem_for(base_uri)
-            root = root.rstrip("/")
             kept: dict[str, bool] = {}
             rows = []
-            selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
-            for info in filesystem.get_file_info(selector):
-                if info.type != pafs.FileType.File:
-                    continue
-                relative = info.path[len(root) + 1:]
-                if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
-                    continue
-                partition, _, name = relative.rpartition("/")
+            for partition, name, size in data_files(base_uri):
                 if partition not in kept:
                     kept[partition] = keep.keeps(partition)
                 if kept[partition]:
-                    rows.append((partition, name, info.size or 0))
+                    rows.append((partition, name, size))
             yield _listing_batch(rows)
 
 

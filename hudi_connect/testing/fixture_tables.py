@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
 from hudi_connect.fs_view import StoredFile, replaced_file_groups
+from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.table_config import TableProperties, parse_java_properties
 from hudi_connect.timeline import Instant, Timeline, parse_instant_file_name
 
@@ -51,6 +52,18 @@ def unzip_fixture(name: str, destination: Path) -> Path:
     for path in [target, *target.rglob("*")]:  # readable by servers running as other users
         path.chmod(0o755 if path.is_dir() else 0o644)
     return base
+
+
+def upload_table(base: Path, endpoint: MinioEndpoint, bucket: str, prefix: str) -> str:
+    """Copy a table directory to ``bucket/prefix`` on MinIO; returns its ``s3a://`` path."""
+    from minio import Minio
+
+    client = Minio(endpoint.endpoint_url.split("://")[1], endpoint.access_key, endpoint.secret_key,
+                   secure=endpoint.endpoint_url.startswith("https"))
+    for path in base.rglob("*"):
+        if path.is_file():
+            client.fput_object(bucket, f"{prefix}/{path.relative_to(base)}", str(path))
+    return f"s3a://{bucket}/{prefix}"
 
 
 @dataclass(frozen=True)
