@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_connect.errors import HudiConnectError
+from hudi_connect.timeline import Instant
 
 AVRO_MAGIC = b"Obj\x01"
 
@@ -124,3 +125,8 @@ def decode_commit_metadata(content: bytes, *, name: str = "commit metadata") -> 
     except Exception as error:  # any decoding failure of a foreign file
         raise CommitMetadataError(f"cannot decode {name}: {error}") from error
     return commit_metadata_from_mapping(raw)
+
+
+def latest_schema_json(commits: Sequence[Instant], metadata: Mapping[Instant, CommitMetadata]) -> str | None:
+    """The writer schema of the last of ``commits`` (in order) whose metadata records one."""
+    return next((metadata[c].schema_json for c in reversed(commits) if metadata[c].schema_json), None)

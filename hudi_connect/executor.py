@@ -46,16 +46,21 @@ def data_files(base_uri: str) -> Iterator[tuple[str, str, int]]:
         yield partition, name, info.size or 0
 
 
+def listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:
+    """(partition, name, size) rows as one batch of :data:`LISTING_SCHEMA`, sorted by partition and name."""
+    rows.sort()
+    return pa.RecordBatch.from_arrays(
+        [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
+         pa.array([r[2] for r in rows], pa.int64())],
+        schema=LISTING_SCHEMA,
+    )
+
+
 def list_table_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each input row (``base_uri``): every file below it outside ``.hoodie``."""
     for batch in batches:
         for base_uri in batch.column("base_uri").to_pylist():
-            rows = list(data_files(base_uri))
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
-                 pa.array([r[2] for r in rows], pa.int64())],
-                schema=LISTING_SCHEMA,
-            )
+            yield listing_batch(list(data_files(base_uri)))
 
 
 @dataclass(frozen=True)

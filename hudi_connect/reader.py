@@ -22,7 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudi_connect.artifacts import ship_package
-from hudi_connect.commit_metadata import CommitMetadata
+from hudi_connect.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
 from hudi_connect.executor import SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.fs_view import FileSlice, StoredFile, valid_block_instants
@@ -95,7 +95,7 @@ class TableReader:
     ) -> ReadPlan:
         props = self.view.properties
         commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
-        schema_json = next((metadata[i].schema_json for i in reversed(commits) if metadata[i].schema_json), None)
+        schema_json = latest_schema_json(commits, metadata)
         if schema_json is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema at {as_of or 'its latest'}")
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)

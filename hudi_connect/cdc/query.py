@@ -22,6 +22,7 @@ from pyspark.sql.types import StructType
 from hudi_connect.artifacts import ship_package
 from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
 from hudi_connect.cdc.events import SPLITS_DDL, change_events, event_schema
+from hudi_connect.commit_metadata import latest_schema_json
 from hudi_connect.errors import InvalidInstantError
 from hudi_connect.executor import SliceReadConfig
 from hudi_connect.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
@@ -63,7 +64,7 @@ class ChangeQuery:
 
     def _record_schema_json(self, commits: list[Instant]) -> str:
         metadata = self._reader.view.commit_metadata(commits)
-        schema = next((metadata[c].schema_json for c in reversed(commits) if metadata[c].schema_json), None)
+        schema = latest_schema_json(commits, metadata)
         if schema is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema")
         return schema

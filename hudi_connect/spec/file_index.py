@@ -8,16 +8,17 @@ Listing runs on the executors, which drop pruned partitions before anything
 reaches the client and send the rest sorted by partition; the client streams
 them (``toLocalIterator``) and keeps one partition's files at a time, so its
 memory stays bounded however many files the table has. Files are pruned by
-column statistics only where that is sound: a slice with log files may hold
-records its base file's statistics know nothing of, so only base-only slices
-are dropped.
+column statistics only where that is sound: a slice is dropped when the
+statistics of every one of its files exclude the predicate (footers cover base
+files only, so slices with log files are kept unless the metadata table has
+statistics for their log files too).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial, reduce
 
 import pyarrow as pa
@@ -25,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.artifacts import ship_package
-from hudi_connect.commit_metadata import CommitMetadata
+from hudi_connect.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
 from hudi_connect.spec.expressions import And, Expression
 from hudi_connect.spec.listing import (
@@ -56,7 +57,7 @@ class ListingCounts:
     partitions: int = 0
     file_slices: int = 0
     pruned_by_stats: int = 0
-    files: int = field(default=0)
+    files: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class FileIndex:
         timeline = self.view.timeline()
         commits = list(timeline.write_commits())
         metadata = self.view.commit_metadata(commits)
-        schema_json = next((metadata[c].schema_json for c in reversed(commits) if metadata[c].schema_json), None)
+        schema_json = latest_schema_json(commits, metadata)
         props = self.view.properties
         schema = record_schema(schema_json, meta_fields=props.populate_meta_fields) if schema_json else pa.schema([])
         return TableState(timeline, metadata, TableDefinition.of(self._base_path, props, schema))

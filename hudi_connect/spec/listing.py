@@ -15,13 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_connect.executor import data_files
+from hudi_connect.executor import data_files, listing_batch
 from hudi_connect.spec.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.spec.models import PartitionDescriptor
 from hudi_connect.storage import filesystem_for, join
 
 LISTING_DDL = "partition string, name string, size long"
-LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
 MATCH_DDL = "partition string, name string, may_match boolean"
 MATCH_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("may_match", pa.bool_())])
 
@@ -44,15 +43,6 @@ class PartitionFilter:
         return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)
 
 
-def _listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:
-    rows.sort()
-    return pa.RecordBatch.from_arrays(
-        [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
-         pa.array([r[2] for r in rows], pa.int64())],
-        schema=LISTING_SCHEMA,
-    )
-
-
 def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each ``base_uri``: the data files of kept partitions, from a storage listing."""
     for batch in batches:
@@ -64,7 +54,7 @@ def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> It
                     kept[partition] = keep.keeps(partition)
                 if kept[partition]:
                     rows.append((partition, name, size))
-            yield _listing_batch(rows)
+            yield listing_batch(rows)
 
 
 @dataclass(frozen=True)

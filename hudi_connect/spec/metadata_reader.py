@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from hudi_connect.executor import listing_batch
 from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at
 from hudi_connect.log.format import LogBlock, read_log_blocks
 from hudi_connect.metadata import (
@@ -36,7 +37,7 @@ from hudi_connect.metadata import (
     record_locations,
 )
 from hudi_connect.spec.expressions import ColumnRange, Expression, stats_may_match
-from hudi_connect.spec.listing import MATCH_SCHEMA, PartitionFilter, _listing_batch, list_storage
+from hudi_connect.spec.listing import MATCH_SCHEMA, PartitionFilter, list_storage
 from hudi_connect.storage import filesystem_for, join, read_bytes
 from hudi_connect.timeline import Action, Timeline, parse_instant_file_name
 
@@ -136,7 +137,7 @@ def _metadata_listing(source: MetadataSource, timeline: Timeline, keep: Partitio
         for partition, files in partition_files(merge_entries(slice_entries(source, file_slice, valid))).items():
             if keep.keeps(partition):
                 rows.extend((partition, name, size) for name, size in files.files.items() if name not in files.deleted)
-    return _listing_batch(rows)
+    return listing_batch(rows)
 
 
 def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
