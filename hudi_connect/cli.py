@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from hudi_connect.errors import HudiConnectError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from hudi_connect.reverse.sink import Sink
 
 
 def _demo(args: argparse.Namespace) -> None:
@@ -29,6 +38,76 @@ def _demo(args: argparse.Namespace) -> None:
         spark.stop()
 
 
+def _reverse_stream(args: argparse.Namespace) -> None:
+    from hudi_connect.server import connect
+
+    if not args.remote:
+        from hudi_connect.local import local_hudi_server
+
+        print("Starting a local Spark Connect server with Hudi (the embedded default)...", flush=True)
+        with local_hudi_server() as url:
+            _run_stream(connect(url), args)
+        return
+    _run_stream(connect(args.remote), args)
+
+
+def _sinks(spark: SparkSession, args: argparse.Namespace) -> list[Sink]:
+    from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink
+
+    sinks: list[Sink] = []
+    if args.kafka_bootstrap or args.kafka_topic:
+        if not (args.kafka_bootstrap and args.kafka_topic):
+            raise SystemExit("hudi-connect: --kafka-bootstrap and --kafka-topic go together")
+        sinks.append(KafkaSink(args.kafka_bootstrap, args.kafka_topic, args.kafka_format, args.tombstones))
+    if args.files_root:
+        sinks.append(FileSink(spark, args.files_root, args.files_format))
+    if args.postgres_table:
+        dsn = os.environ.get(args.postgres_dsn_env)
+        if not dsn:  # a DSN holds a password: it comes from the environment, never the command line
+            raise SystemExit(f"hudi-connect: --postgres-table needs the DSN in ${args.postgres_dsn_env}")
+        sinks.append(PostgresSink(dsn, args.postgres_table))
+    return sinks
+
+
+def _run_stream(spark: SparkSession, args: argparse.Namespace) -> None:
+    from hudi_connect.reverse import ReverseStream
+
+    def say(message: str) -> None:
+        print(f"[{args.name}] {message}", flush=True)
+
+    sinks = _sinks(spark, args) if not (args.show or args.reset or args.set_checkpoint) else []
+    stream = ReverseStream(spark, args.table, args.name, sinks, mode=args.mode, max_commits=args.max_commits,
+                           progress=say)
+    if args.show:
+        say(f"checkpoint: {stream.checkpoint()}")
+        return
+    if args.reset:
+        say(f"reset: checkpoint {stream.reset().sequence}; the next batch reads the table in full")
+        return
+    if args.set_checkpoint:
+        checkpoint = stream.set_checkpoint(args.set_checkpoint)
+        say(f"checkpoint {checkpoint.sequence} set after commit {checkpoint.end_requested_time}")
+        return
+    if not sinks:
+        raise SystemExit("hudi-connect: name at least one sink (--kafka-topic, --files-root, --postgres-table)")
+    say(f"streaming {args.table} to {', '.join(s.describe() for s in sinks)} from {stream.checkpoint()}")
+    if not args.continuous:
+        result = stream.run_once()
+        if not result.sent:
+            say("up to date: nothing to send")
+        return
+    stop = threading.Event()
+
+    def request_stop(*_: object) -> None:  # finish the batch under way, then stop
+        say("stopping after the current batch")
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, request_stop)
+    stream.run_continuously(interval=args.interval, stop=stop)
+    say("stopped")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hudi-connect", description="Apache Hudi over Spark Connect")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -36,6 +115,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--remote", help="sc:// URL of a Hudi-enabled server (default: start a local one)")
     demo.add_argument("--path", help="table path (default: a new local temporary directory)")
     demo.set_defaults(run=_demo)
+    stream = commands.add_parser(
+        "reverse-stream", help="stream a table (in full, then its changes) to Kafka, files or PostgreSQL (RFC-70)")
+    stream.add_argument("--remote", help="sc:// URL of the server (default: start a local one)")
+    stream.add_argument("--table", required=True, help="the table's base path on the server's storage")
+    stream.add_argument("--name", required=True, help="the stream's name: its checkpoints are kept under it")
+    stream.add_argument("--mode", choices=["changes", "latest"], default="changes",
+                        help="every change, or each key's last change per batch")
+    stream.add_argument("--max-commits", type=int, help="at most this many commits per batch")
+    stream.add_argument("--kafka-bootstrap", help="Kafka bootstrap servers")
+    stream.add_argument("--kafka-topic")
+    stream.add_argument("--kafka-format", choices=["json", "debezium"], default="json")
+    stream.add_argument("--tombstones", action="store_true", help="deletes as Kafka tombstones")
+    stream.add_argument("--files-root", help="directory (file:, s3a://) for one directory per batch")
+    stream.add_argument("--files-format", choices=["parquet", "json"], default="parquet")
+    stream.add_argument("--postgres-table", help="serving table kept in sync by primary key")
+    stream.add_argument("--postgres-dsn-env", default="HUDI_CONNECT_POSTGRES_DSN",
+                        help="environment variable holding postgresql://user:password@host:port/db")
+    stream.add_argument("--continuous", action="store_true", help="keep streaming until interrupted")
+    stream.add_argument("--interval", type=float, default=10.0, help="seconds between batches (continuous)")
+    control = stream.add_mutually_exclusive_group()
+    control.add_argument("--show", action="store_true", help="print the checkpoint and exit")
+    control.add_argument("--reset", action="store_true", help="next batch reads the table in full")
+    control.add_argument("--set-checkpoint", metavar="INSTANT", help="next batch starts after this commit")
+    stream.set_defaults(run=_reverse_stream)
     args = parser.parse_args(argv)
     try:
         args.run(args)

@@ -79,7 +79,16 @@ class HFileDecodeError(MetadataTableError):
     hudi-connect does not read (a compression codec, a data block encoding)."""
 
 
+class SinkError(HudiConnectError):
+    """A reverse-stream sink (Kafka, files, PostgreSQL) refused or failed a batch; the checkpoint did not move."""
+
+
+class CheckpointConflictError(HudiConnectError):
+    """Another run of the same reverse stream advanced its checkpoint first; this run's checkpoint is not recorded."""
+
+
 __all__ = [
+    "CheckpointConflictError",
     "HFileDecodeError",
     "HudiConnectError",
     "InvalidInstantError",
@@ -90,6 +99,7 @@ __all__ = [
     "SchemaMismatchError",
     "ServerMisconfiguredError",
     "ServiceStartError",
+    "SinkError",
     "TableExistsError",
     "TableNotFoundError",
     "UnsupportedOperationError",

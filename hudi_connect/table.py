@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -25,6 +26,7 @@ from hudi_connect import remote_files
 from hudi_connect.commit_metadata import CommitMetadata
 from hudi_connect.errors import (
     InvalidInstantError,
+    SinkError,
     TableExistsError,
     UnsupportedOperationError,
     WriteFailedError,
@@ -41,6 +43,11 @@ from hudi_connect.table_config import (
 from hudi_connect.table_schema import META_COLUMNS
 from hudi_connect.timeline import Instant, Timeline, validate_instant_time
 from hudi_connect.timeline_view import TimelineView, load_properties
+
+if TYPE_CHECKING:
+    from hudi_connect.reverse.changes import StreamMode
+    from hudi_connect.reverse.sink import Sink
+    from hudi_connect.reverse.streamer import ReverseStream
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,7 @@ class HudiTable:
         self._write_options = dict(write_options or {})
         self._view = TimelineView(spark, self._base_path, properties)
         self.compaction = Compaction(self)
+        self._forward: tuple[ReverseStream, ...] = ()
 
     # --- opening and creating ---------------------------------------------------------
 
@@ -211,6 +219,32 @@ class HudiTable:
             ))
         return entries
 
+    # --- reverse streams (RFC-70) -------------------------------------------------------------
+
+    def reverse_stream(self, name: str, sinks: Sequence[Sink], *, mode: StreamMode = "changes",
+                       max_commits: int | None = None) -> ReverseStream:
+        """The named reverse stream of this table to ``sinks`` (see :class:`~hudi_connect.reverse.ReverseStream`)."""
+        from hudi_connect.reverse.streamer import ReverseStream
+
+        return ReverseStream(self._spark, self._base_path, name, sinks, mode=mode, max_commits=max_commits)
+
+    def forwarding_to(self, *streams: ReverseStream) -> HudiTable:
+        """This table, whose writes forward their commit to ``streams`` right after it completes (inline mode).
+
+            table.forwarding_to(table.reverse_stream("serving", [PostgresSink(dsn, "trips")])).upsert(df)
+        """
+        forwarding = HudiTable(self._spark, self._base_path, self._properties, self._write_options)
+        forwarding._forward = streams
+        return forwarding
+
+    def _forward_commit(self, instant: Instant) -> None:
+        for stream in self._forward:
+            try:
+                stream.run_once(until=instant)
+            except SinkError as error:
+                raise SinkError(f"{instant.action.value} {instant.requested_time} on {self._base_path} is committed, "
+                                f"but forwarding it failed; the next run of the stream sends it. {error}") from error
+
     # --- writes ----------------------------------------------------------------------------
 
     def insert(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
@@ -302,7 +336,9 @@ class HudiTable:
                 f"{operation.value} into {self._base_path} failed and was not committed; the table keeps "
                 f"its previous state. Cause: {_first_line(error)}"
             ) from error
-        return self._new_instant(before, what=operation.value)
+        instant = self._new_instant(before, what=operation.value)
+        self._forward_commit(instant)
+        return instant
 
     def _new_instant(self, before: Timeline, *, what: str) -> Instant:
         new = self.timeline().after(before).write_commits()

@@ -38,6 +38,8 @@ class Action(StrEnum):
     SAVEPOINT = "savepoint"
     RESTORE = "restore"
     INDEXING = "indexing"
+    # RFC-70's reverse-stream checkpoints: Hudi's timeline loader skips actions it does not know
+    REVERSE_COMMIT = "reversecommit"
 
 
 # Actions whose completed instants carry data files (HoodieTimeline.getCommitsTimeline).

@@ -15,7 +15,7 @@ from hudi_connect import remote_files
 from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
 from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
 from hudi_connect.table_config import TableProperties, parse_java_properties
-from hudi_connect.timeline import Instant, Timeline, parse_instant_file_name
+from hudi_connect.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
 
 
 def load_properties(spark: SparkSession, path: str) -> TableProperties:
@@ -49,10 +49,19 @@ class TimelineView:
         return f"{directory}/{self.properties.timeline_dir}" if self.properties.timeline_dir else directory
 
     def timeline(self) -> Timeline:
-        """The active timeline, listed afresh."""
-        files = remote_files.list_files(self._spark, f"{self.timeline_directory}/[0-9]*")
+        """The active timeline, listed afresh, as Hudi sees it (without reverse-stream checkpoints)."""
+        return Timeline.from_files(p for p in self._instant_files() if p.action is not Action.REVERSE_COMMIT)
+
+    def reverse_commits(self) -> dict[Instant, str]:
+        """RFC-70 checkpoint instants (completed ``reversecommit`` files) and their paths."""
+        found = [p for p in self._instant_files("*.reversecommit") if p.state is InstantState.COMPLETED]
+        return {Instant(p.requested_time, p.action, p.state, p.completion_time): f"{self.timeline_directory}/{p.name}"
+                for p in found}
+
+    def _instant_files(self, pattern: str = "*") -> list[InstantFile]:
+        files = remote_files.list_files(self._spark, f"{self.timeline_directory}/[0-9]{pattern}")
         parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files)
-        return Timeline.from_files(p for p in parsed if p is not None)
+        return [p for p in parsed if p is not None]
 
     def instant_file(self, instant: Instant) -> str:
         action = instant.action.value

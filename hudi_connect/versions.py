@@ -89,4 +89,8 @@ ALL_JAR_SETS = (SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROK
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus
 # fastavro for Hudi's Avro log blocks. hudi_connect itself is not installed
 # there; it reaches the workers as a session artifact.
-SERVER_PYTHON_PACKAGES = ("pyarrow==20.0.0", "pandas==2.2.3", "numpy==1.26.4", "fastavro==1.13.1")
+SERVER_PYTHON_PACKAGES = (
+    "pyarrow==20.0.0", "pandas==2.2.3", "numpy==1.26.4", "fastavro==1.13.1",
+    # the reverse streamer's executors: conditional S3 puts (checkpoint claims) and PostgreSQL merges
+    "boto3==1.44.5", "pg8000==1.31.6",
+)

@@ -141,7 +141,7 @@ class ChangeQuery:
             return typed.select(
                 F.when(F.col("op") == "i", "c").otherwise(F.col("op")).alias("op"), "before", "after",
                 source.alias("source"),
-                _instant_millis(F.col("completion_time")).alias("ts_ms"),
+                instant_millis(F.col("completion_time")).alias("ts_ms"),
             )
         raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed' or 'debezium'")
 
@@ -155,7 +155,7 @@ def _image_json(side: str, schema: StructType) -> Column:
             .otherwise(F.to_json(image, JSON_OPTIONS)))
 
 
-def _instant_millis(instant: Column) -> Column:
+def instant_millis(instant: Column) -> Column:
     """Epoch milliseconds of an instant time yyyyMMddHHmmssSSS (Spark's parser rejects the
     pattern as a whole: the seconds part is parsed, the milliseconds added)."""
     seconds = F.to_timestamp(F.substring(instant, 1, 14), "yyyyMMddHHmmss")

@@ -16,7 +16,7 @@ from pathlib import Path
 from hudi_connect.errors import ProvisioningError, ServiceStartError
 from hudi_connect.stack import provision
 from hudi_connect.stack.endpoints import PostgresEndpoint
-from hudi_connect.stack.process import LOOPBACK, RunningService, free_port, launch, wait_until_ready
+from hudi_connect.stack.process import LOOPBACK, RunningService, as_user, free_port, launch, wait_until_ready
 
 READY_TIMEOUT = 60.0
 SERVICE_USER = "hudi-connect-pg"
@@ -75,9 +75,9 @@ def start_postgres(run_dir: Path, *, port: int | None = None, timeout: float = R
         password_file.write_text(password)
         _hand_over(password_file, user)
         result = subprocess.run(
-            [str(bin_dir / "initdb"), "-D", str(data_dir), "-U", DB_USER, f"--pwfile={password_file}",
-             "--auth=scram-sha-256", "-E", "UTF8", "--locale=C"],
-            capture_output=True, text=True, user=user, timeout=timeout,
+            as_user([str(bin_dir / "initdb"), "-D", str(data_dir), "-U", DB_USER, f"--pwfile={password_file}",
+                     "--auth=scram-sha-256", "-E", "UTF8", "--locale=C"], user),
+            capture_output=True, text=True, timeout=timeout,
         )
         password_file.unlink()
         if result.returncode != 0:

@@ -80,6 +80,17 @@ class ServiceProcess:
     log: Path
 
 
+def as_user(argv: Sequence[str], user: str | None) -> list[str]:
+    """``argv`` run as ``user`` through setpriv. Popen(user=...) would fork the whole client, and a
+    forked child of a process running gRPC (a Spark Connect session) can crash before it execs."""
+    if user is None:
+        return list(argv)
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", *argv]
+
+
 def launch(
     name: str,
     argv: Sequence[str],
@@ -93,14 +104,13 @@ def launch(
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         popen = subprocess.Popen(
-            list(argv),
+            as_user(argv, user),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=dict(env) if env is not None else None,
             cwd=str(cwd) if cwd else None,
             start_new_session=True,
-            user=user,
         )
     return ServiceProcess(name, popen.pid, log), popen
 

@@ -264,13 +264,13 @@ def server_python() -> Path:
 
 
 def ensure_server_python() -> Path:
-    """A Python for Spark's workers with only pyarrow, pandas, numpy and fastavro."""
+    """A Python for Spark's workers with only :data:`versions.SERVER_PYTHON_PACKAGES`."""
     python = server_python()
     digest = spec_digest(sys.version + " ".join(versions.SERVER_PYTHON_PACKAGES))
     marker = python.parent.parent / ".complete"
     if python.is_file() and _marker_matches(marker, digest):
         return python
-    progress("creating the servers' worker Python (pyarrow, pandas, fastavro)")
+    progress("creating the servers' worker Python (" + ", ".join(versions.SERVER_PYTHON_PACKAGES) + ")")
     home = python.parent.parent
     shutil.rmtree(home, ignore_errors=True)
     _run([sys.executable, "-m", "venv", str(home)], what="python -m venv for the server Python")

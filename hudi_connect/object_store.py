@@ -1,0 +1,143 @@
+"""Small-object operations run on an executor, where the storage credentials live.
+
+The client holds no storage credentials and Spark's file sources hide names
+starting with ``.`` or ``_`` (``.hoodie/.aux``, a sink's ``_SUCCESS``), so
+reverse-stream checkpoints and file-sink bookkeeping go through one task that
+uses :mod:`hudi_connect.storage` on the server. The one operation plain
+object stores lack, create-if-absent, uses ``os.link`` locally and S3's
+conditional ``PutObject`` (``If-None-Match: *``) remotely.
+
+    created = run_storage_ops(spark, [StorageOp("create", uri, text)])[0].ok
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hudi_connect.storage import filesystem_for
+
+OpKind = Literal["create", "put", "get", "list", "delete"]
+_OPS_DDL = "op string"
+
+
+@dataclass(frozen=True)
+class StorageOp:
+    """``create``: write ``text`` unless ``uri`` exists; ``put``: replace it; ``get``: read it;
+    ``list``: names under directory ``uri``; ``delete``: remove files or directories (recursively)."""
+
+    kind: OpKind
+    uri: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class StorageResult:
+    ok: bool  # create: created; get: found; others: done
+    text: str = ""  # get: the content
+    names: tuple[str, ...] = ()  # list: entry names (directories end with '/')
+
+
+def run_storage_ops(spark: Any, ops: Sequence[StorageOp]) -> list[StorageResult]:
+    """Run ``ops`` in order, in one task on the server; one result per op."""
+    from hudi_connect.artifacts import ship_package
+
+    ship_package(spark)
+    request = json.dumps([asdict(op) for op in ops])
+    rows = spark.createDataFrame([(request,)], _OPS_DDL).mapInArrow(execute_ops, "result string").collect()
+    decoded = json.loads(rows[0].result)
+    return [StorageResult(r["ok"], r["text"], tuple(r["names"])) for r in decoded]
+
+
+def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body of :func:`run_storage_ops` (runs on the executor)."""
+    for batch in batches:
+        for request in batch.column(0).to_pylist():
+            results = [asdict(_execute(StorageOp(**op))) for op in json.loads(request)]
+            yield pa.RecordBatch.from_pydict({"result": [json.dumps(results)]})
+
+
+def _execute(op: StorageOp) -> StorageResult:
+    filesystem, path = filesystem_for(op.uri)
+    if op.kind == "create":
+        return StorageResult(_create_exclusive(op.uri, filesystem, path, op.text.encode()))
+    if op.kind == "put":
+        _put(filesystem, path, op.text.encode())
+        return StorageResult(True)
+    if op.kind == "get":
+        try:
+            with filesystem.open_input_stream(path) as stream:
+                return StorageResult(True, bytes(stream.read()).decode())
+        except FileNotFoundError:
+            return StorageResult(False)
+    if op.kind == "list":
+        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        names = sorted(i.base_name + ("/" if i.type is pafs.FileType.Directory else "") for i in infos)
+        return StorageResult(True, names=tuple(names))
+    if op.kind == "delete":
+        info = filesystem.get_file_info(path)
+        if info.type is pafs.FileType.Directory:
+            filesystem.delete_dir(path)
+        elif info.type is pafs.FileType.File:
+            filesystem.delete_file(path)
+        return StorageResult(True)
+    raise ValueError(f"unknown storage op {op.kind!r}")
+
+
+def _put(filesystem: pafs.FileSystem, path: str, data: bytes) -> None:
+    """Replace ``path`` atomically: an S3 PUT is; locally, write aside and rename."""
+    parent = path.rsplit("/", 1)[0]
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        os.makedirs(parent, exist_ok=True)
+        aside = f"{parent}/.{uuid.uuid4().hex}.tmp"
+        with open(aside, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(aside, path)
+        return
+    with filesystem.open_output_stream(path) as out:
+        out.write(data)
+
+
+def _create_exclusive(uri: str, filesystem: pafs.FileSystem, path: str, data: bytes) -> bool:
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        parent = path.rsplit("/", 1)[0]
+        os.makedirs(parent, exist_ok=True)
+        aside = f"{parent}/.{uuid.uuid4().hex}.tmp"
+        with open(aside, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(aside, path)  # atomic, and fails when the name exists
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(aside)
+    return _s3_create_exclusive(uri, data)
+
+
+def _s3_create_exclusive(uri: str, data: bytes) -> bool:
+    import boto3  # on the servers' worker Python only
+    from botocore.exceptions import ClientError
+
+    parsed = urlparse(uri)
+    client = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"),
+                          region_name=os.environ.get("AWS_REGION", "us-east-1"))
+    try:
+        client.put_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"), Body=data, IfNoneMatch="*")
+        return True
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+            return False
+        raise

@@ -1,0 +1,142 @@
+"""Reverse-stream checkpoints (RFC-70), kept on the table's timeline as ``reversecommit`` instants.
+
+A stream's checkpoints form a chain numbered 1, 2, 3…: checkpoint n+1 is claimed
+by creating ``.hoodie/.aux/reverse_stream/<stream>/<n+1>.json`` only if absent
+(an atomic create-if-absent), so two runs of one stream can never both advance
+it; the claim is then published as a completed ``reversecommit`` instant whose
+content is the same JSON. Apache Hudi's timeline loader skips actions it does
+not know, so its writers, table services, readers and CDC keep working beside
+them (``integration/test_reverse_stream_timeline.py`` checks that). Sink
+descriptions carry no credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from pyspark.sql import SparkSession
+
+from hudi_connect import remote_files
+from hudi_connect.errors import CheckpointConflictError, HudiConnectError
+from hudi_connect.object_store import StorageOp, run_storage_ops
+from hudi_connect.table_config import TableProperties
+from hudi_connect.timeline import Action, Instant, InstantState, instant_time_of
+from hudi_connect.timeline_view import TimelineView
+
+CheckpointKind = Literal["batch", "override", "reset"]
+_STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+CLAIMS_DIRECTORY = ".hoodie/.aux/reverse_stream"
+
+
+def validate_stream_name(name: str) -> str:
+    if not isinstance(name, str) or not _STREAM_NAME.match(name):
+        raise ValueError(f"stream name {name!r} must be 1-64 letters, digits, '_', '-' or '.', starting alphanumeric")
+    return name
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a stream stands: every commit up to ``end_completion_time`` (inclusive) has been sent."""
+
+    stream: str
+    sequence: int
+    kind: CheckpointKind
+    end_requested_time: str | None  # None: nothing sent yet (a reset), the next batch reads the table in full
+    end_completion_time: str | None
+    begin_completion_time: str | None = None  # a batch's exclusive start; None for a full read
+    records: int = 0
+    sinks: tuple[str, ...] = ()  # descriptions without credentials
+    written_at: str = field(default_factory=lambda: instant_time_of(datetime.now(UTC)))
+
+    @property
+    def position(self) -> Instant | None:
+        """The last commit sent (only its times are meaningful)."""
+        if self.end_requested_time is None:
+            return None
+        return Instant(self.end_requested_time, Action.COMMIT, InstantState.COMPLETED, self.end_completion_time)
+
+    def to_json(self) -> str:
+        return json.dumps({"reverseStreamCheckpoint": asdict(self)}, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, *, where: str) -> Checkpoint:
+        try:
+            fields = json.loads(text)["reverseStreamCheckpoint"]
+            fields["sinks"] = tuple(fields["sinks"])
+            return cls(**fields)
+        except (ValueError, KeyError, TypeError) as error:
+            raise HudiConnectError(f"{where} is not a reverse-stream checkpoint: {error}") from error
+
+    def successor(self, kind: CheckpointKind, end: Instant | None, *, begin: str | None = None, records: int = 0,
+                  sinks: tuple[str, ...] = ()) -> Checkpoint:
+        return Checkpoint(self.stream, self.sequence + 1, kind, end.requested_time if end else None,
+                          end.completion_time if end else None, begin, records, sinks)
+
+
+def origin(stream: str) -> Checkpoint:
+    """The checkpoint before a stream's first: sequence 0, nothing sent."""
+    return Checkpoint(validate_stream_name(stream), 0, "reset", None, None, written_at="0" * 17)
+
+
+def claim_name(sequence: int) -> str:
+    return f"{sequence:010d}.json"
+
+
+class CheckpointStore:
+    """Reads and advances the checkpoints of a table's reverse streams."""
+
+    def __init__(self, spark: SparkSession, base_path: str, properties: TableProperties) -> None:
+        self._spark = spark
+        self._base_path = base_path.rstrip("/")
+        self._view = TimelineView(spark, self._base_path, properties)
+
+    def _claims(self, stream: str) -> str:
+        return f"{self._base_path}/{CLAIMS_DIRECTORY}/{validate_stream_name(stream)}"
+
+    def latest(self, stream: str) -> Checkpoint:
+        """The stream's newest checkpoint (sequence 0 when it never ran); publishes it if a run died before."""
+        listing = run_storage_ops(self._spark, [StorageOp("list", self._claims(stream))])[0]
+        sequences = sorted(int(n[:-5]) for n in listing.names if re.fullmatch(r"\d{10}\.json", n))
+        if not sequences:
+            return origin(stream)
+        uri = f"{self._claims(stream)}/{claim_name(sequences[-1])}"
+        found = run_storage_ops(self._spark, [StorageOp("get", uri)])[0]
+        checkpoint = Checkpoint.from_json(found.text, where=uri)
+        if not any(i.requested_time == checkpoint.written_at for i in self._view.reverse_commits()):
+            self._publish(checkpoint)
+        return checkpoint
+
+    def advance(self, previous: Checkpoint, new: Checkpoint) -> Checkpoint:
+        """Record ``new`` after ``previous``, or CheckpointConflictError if another run got there first."""
+        if new.stream != previous.stream or new.sequence != previous.sequence + 1:
+            raise ValueError(f"checkpoint {new.sequence} of {new.stream!r} cannot follow {previous.sequence} "
+                             f"of {previous.stream!r}")
+        uri = f"{self._claims(new.stream)}/{claim_name(new.sequence)}"
+        if not run_storage_ops(self._spark, [StorageOp("create", uri, new.to_json())])[0].ok:
+            raise CheckpointConflictError(
+                f"reverse stream {new.stream!r} on {self._base_path}: checkpoint {new.sequence} was recorded by "
+                "another run of the same stream; this run's batch is not checkpointed (restart it to go on)"
+            )
+        self._publish(new)
+        return new
+
+    def _publish(self, checkpoint: Checkpoint) -> None:
+        """The claim as a completed ``reversecommit`` instant (requested = completed = its write time)."""
+        time = checkpoint.written_at
+        name = f"{time}_{time}.reversecommit" if self._view.properties.timeline_dir else f"{time}.reversecommit"
+        run_storage_ops(self._spark, [StorageOp("put", f"{self._view.timeline_directory}/{name}",
+                                                checkpoint.to_json())])
+
+    def history(self, stream: str | None = None) -> list[Checkpoint]:
+        """Published checkpoints from the timeline, oldest first (all streams unless one is named)."""
+        paths = self._view.reverse_commits()
+        contents = remote_files.read_files(self._spark, paths.values())
+        by_name = {uri.rsplit("/", 1)[-1]: data for uri, data in contents.items()}
+        found = [Checkpoint.from_json(by_name[p.rsplit("/", 1)[-1]].decode(), where=p)
+                 for p in paths.values() if p.rsplit("/", 1)[-1] in by_name]
+        return sorted((c for c in found if stream is None or c.stream == stream),
+                      key=lambda c: (c.stream, c.sequence))

@@ -1,0 +1,87 @@
+"""Kafka sink: one record per change, keyed by the record key, through Spark's Kafka sink.
+
+Headers carry ``op`` (r/c/u/d), ``commit_time`` and ``completion_time``. The
+value is the row as JSON (``json``: the after image, or the before image of a
+delete) or a Debezium envelope (``debezium``). With ``tombstones`` a delete is
+(``json``) or is followed by (``debezium``) a record with a null value, as log
+compaction expects. Records of one key stay in commit order: a key's changes
+go to one task, sorted, and the producer is idempotent. Delivery is at least
+once: a batch retried after a failure may repeat records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from hudi_connect.cdc.query import instant_millis
+from hudi_connect.reverse.changes import in_commit_order
+from hudi_connect.reverse.sink import BatchContext, sink_failure
+
+KafkaFormat = Literal["json", "debezium"]
+JSON_OPTIONS = {"ignoreNullFields": "false"}
+# ordered, exactly-once per partition within a producer session
+PRODUCER_DEFAULTS = {"kafka.acks": "all", "kafka.enable.idempotence": "true",
+                     "kafka.max.in.flight.requests.per.connection": "5"}
+
+
+@dataclass(frozen=True)
+class KafkaSink:
+    bootstrap_servers: str
+    topic: str
+    format: KafkaFormat = "json"
+    tombstones: bool = False
+    # further producer settings (``kafka.*``, e.g. SASL): sent to the server, never logged nor checkpointed
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.format not in ("json", "debezium"):
+            raise ValueError(f"Kafka format {self.format!r}: choose 'json' or 'debezium'")
+        bad = [k for k in self.options if not k.startswith("kafka.")]
+        if bad:
+            raise ValueError(f"Kafka producer options must start with 'kafka.': {sorted(bad)}")
+
+    def describe(self) -> str:
+        return f"kafka://{self.bootstrap_servers}/{self.topic} ({self.format})"
+
+    def published_end(self, sequence: int) -> str | None:
+        return None  # Kafka keeps no batch identity: a retried batch is sent again (at least once)
+
+    def records(self, batch: DataFrame, context: BatchContext) -> DataFrame:
+        """The Kafka rows (key, value, headers) of a batch, in per-key commit order (pure plan)."""
+        ordered = in_commit_order(batch)
+        headers = F.array(*(F.struct(F.lit(name).alias("key"), F.col(column).cast("binary").alias("value"))
+                            for name, column in (("op", "op"), ("commit_time", "commit_time"),
+                                                 ("completion_time", "completion_time"))))
+        deleted = F.col("op") == "d"
+        if self.format == "json":
+            image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
+            value: Column = F.to_json(image, JSON_OPTIONS)
+            if self.tombstones:
+                value = F.when(deleted, F.lit(None).cast("string")).otherwise(value)
+            values = F.array(value)
+        else:
+            envelope = F.to_json(F.struct(
+                "before", "after", "op",
+                F.struct(F.lit("hudi").alias("connector"), F.lit(context.table_name).alias("table"),
+                         F.col("commit_time"), F.col("completion_time")).alias("source"),
+                instant_millis(F.col("completion_time")).alias("ts_ms"),
+            ), JSON_OPTIONS)
+            values = (F.when(deleted, F.array(envelope, F.lit(None).cast("string"))).otherwise(F.array(envelope))
+                      if self.tombstones else F.array(envelope))
+        return ordered.select(F.col("record_key").cast("binary").alias("key"),
+                              F.explode(values).alias("value"), headers.alias("headers"))
+
+    def write(self, batch: DataFrame, context: BatchContext) -> None:
+        rows = self.records(batch, context)
+        options = PRODUCER_DEFAULTS | dict(self.options) | {"kafka.bootstrap.servers": self.bootstrap_servers,
+                                                            "topic": self.topic}
+        try:
+            rows.write.format("kafka").options(**options).save()
+        except PySparkException as error:
+            raise sink_failure(self, context, error, "records already sent are sent again on retry") from error

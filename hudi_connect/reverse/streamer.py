@@ -1,0 +1,175 @@
+"""The reverse streamer (RFC-70): a Hudi table's data, then its changes, out to serving systems.
+
+    stream = ReverseStream(spark, "s3a://lake/trips", "trips-to-serving",
+                           [KafkaSink("broker:9092", "trips"), PostgresSink(dsn, "trips")])
+    stream.run_once()                    # full read the first time, then the commits since the checkpoint
+    stream.run_continuously(interval=30, stop=threading.Event())
+
+A batch covers the commits completed after the stream's checkpoint, up to the
+latest completed one (or ``max_commits`` of them). It is written to every sink
+and only then checkpointed on the table's timeline (:mod:`.checkpoint`). A run
+that dies leaves the checkpoint where it was; the next run sends the range
+again, which Kafka receives at least once and the file and PostgreSQL sinks
+exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from hudi_connect.errors import InvalidInstantError
+from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
+from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
+from hudi_connect.reverse.sink import BatchContext, Sink
+from hudi_connect.timeline import Instant, Timeline
+from hudi_connect.timeline_view import TimelineView, load_properties
+
+# Fault injection for the fault tests: seconds to wait between writing the sinks and checkpointing.
+PAUSE_BEFORE_CHECKPOINT_ENV = "HUDI_CONNECT_REVERSE_PAUSE_BEFORE_CHECKPOINT"
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One run of the streamer: the checkpoint it recorded (None when there was nothing new)."""
+
+    checkpoint: Checkpoint | None
+    records: int = 0
+    seconds: float = 0.0
+
+    @property
+    def sent(self) -> bool:
+        return self.checkpoint is not None
+
+
+Progress = Callable[[str], None]
+
+
+class ReverseStream:
+    """One named stream of one table to one or more sinks."""
+
+    def __init__(self, spark: SparkSession, base_path: str, name: str, sinks: Sequence[Sink], *,
+                 mode: StreamMode = "changes", max_commits: int | None = None,
+                 progress: Progress | None = None) -> None:
+        if mode not in ("changes", "latest"):
+            raise ValueError(f"stream mode {mode!r}: choose 'changes' (every change) or 'latest' (last state)")
+        if max_commits is not None and max_commits < 1:
+            raise ValueError("max_commits must be at least 1")
+        self._spark = spark
+        self._base_path = base_path.rstrip("/")
+        self.name = validate_stream_name(name)
+        self.sinks = tuple(sinks)
+        self.mode: StreamMode = mode
+        self._max_commits = max_commits
+        self._progress = progress or (lambda message: None)
+        self._properties = load_properties(spark, self._base_path)
+        self._view = TimelineView(spark, self._base_path, self._properties)
+        self.checkpoints = CheckpointStore(spark, self._base_path, self._properties)
+
+    # --- checkpoints ----------------------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint:
+        """The stream's current checkpoint (sequence 0 if it never ran)."""
+        return self.checkpoints.latest(self.name)
+
+    def set_checkpoint(self, instant: Instant | str) -> Checkpoint:
+        """Manual override: the next batch starts after this completed commit (its requested time)."""
+        commits = self._view.timeline().write_commits().completed()
+        wanted = instant.requested_time if isinstance(instant, Instant) else instant
+        try:
+            target = commits.find(wanted)
+        except InvalidInstantError as error:
+            raise InvalidInstantError(f"cannot set the checkpoint of {self.name!r}: {error}") from error
+        current = self.checkpoint()
+        return self.checkpoints.advance(current, current.successor("override", target))
+
+    def reset(self) -> Checkpoint:
+        """Forget the position: the next batch reads the table in full."""
+        current = self.checkpoint()
+        return self.checkpoints.advance(current, current.successor("reset", None))
+
+    # --- batches ---------------------------------------------------------------------------------
+
+    def _pending(self, timeline: Timeline, position: Instant | None) -> list[Instant]:
+        commits = list(timeline.write_commits().completed())
+        if position is None:
+            return commits
+        if self._properties.version >= 8:
+            after = position.completion_time or position.requested_time
+            return sorted((c for c in commits if (c.completion_time or "") > after),
+                          key=lambda c: (c.completion_time or "", c.requested_time))
+        return [c for c in commits if c.requested_time > position.requested_time]
+
+    def run_once(self, *, until: Instant | None = None) -> BatchResult:
+        """Send what is new since the checkpoint (at most up to ``until``), then checkpoint it."""
+        started = time.monotonic()
+        current = self.checkpoint()
+        position = current.position
+        pending = self._pending(self._view.timeline(), position)
+        if until is not None:
+            pending = [c for c in pending if (c.completion_time or "") <= (until.completion_time or "")]
+        if not pending:
+            return BatchResult(None, seconds=time.monotonic() - started)
+        end = pending[-1] if position is None or self._max_commits is None else pending[:self._max_commits][-1]
+        end = self._published_end(current.sequence + 1, pending) or end
+        begin = None if position is None else (position.completion_time if self._properties.version >= 8
+                                               else position.requested_time)
+        context = BatchContext(self.name, current.sequence + 1, self._properties.name, self._base_path,
+                               self._properties.record_key_fields, begin, end.requested_time,
+                               end.completion_time or end.requested_time)
+        batch = (full_batch(self._spark, self._base_path, self._properties, end) if begin is None
+                 else change_batch(self._spark, self._base_path, begin, end, self.mode))
+        records = self._send(batch, context)
+        pause = float(os.environ.get(PAUSE_BEFORE_CHECKPOINT_ENV, "0") or 0)
+        if pause:
+            self._progress(f"batch {context.sequence}: pausing {pause}s before the checkpoint")
+            time.sleep(pause)
+        new = current.successor("batch", end, begin=begin, records=records,
+                                sinks=tuple(s.describe() for s in self.sinks))
+        self.checkpoints.advance(current, new)
+        elapsed = time.monotonic() - started
+        self._progress(f"batch {new.sequence}: {records} records of "
+                       f"{'a full read' if begin is None else f'{len(pending)} commit(s)'} up to "
+                       f"{new.end_completion_time} sent in {elapsed:.1f}s; checkpoint {new.sequence} recorded")
+        return BatchResult(new, records, elapsed)
+
+    def _published_end(self, sequence: int, pending: list[Instant]) -> Instant | None:
+        """The end of a batch a dead run already published to some sink: this run re-sends that range."""
+        for sink in self.sinks:
+            end = sink.published_end(sequence)
+            if end is not None:
+                for commit in pending:
+                    if (commit.completion_time or commit.requested_time) == end:
+                        return commit
+        return None
+
+    def _send(self, batch: DataFrame, context: BatchContext) -> int:
+        batch = batch.persist()  # computed once for every sink
+        try:
+            records = int(batch.count())
+            for sink in self.sinks:
+                self._progress(f"batch {context.sequence}: writing {records} records to {sink.describe()}")
+                sink.write(batch, context)
+            return records
+        finally:
+            batch.unpersist()
+
+    def run_continuously(self, *, interval: float, stop: threading.Event,
+                         max_batches: int | None = None) -> list[BatchResult]:
+        """Run batches every ``interval`` seconds until ``stop`` is set (checked between batches)."""
+        results: list[BatchResult] = []
+        while not stop.is_set():
+            result = self.run_once()
+            if result.sent:
+                results.append(result)
+                if max_batches is not None and len(results) >= max_batches:
+                    break
+            else:
+                self._progress(f"{self.name}: up to date; next look in {interval:g}s")
+            stop.wait(interval)
+        return results

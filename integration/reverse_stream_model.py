@@ -1,0 +1,107 @@
+"""Shared pieces of the reverse-stream tests: a random write history with its plain-Python model,
+and readers of what each sink holds.
+
+History: keys 0..29 in partition ``p{key % 3}``; each step upserts a random set of
+keys (strictly increasing ordering values, so no event-time ties), deletes some
+live keys, and now and then drops a whole partition (a replacecommit). The
+model is the table Hudi should hold: key -> (v, ts, part).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import psycopg
+from pyspark.sql import SparkSession
+
+from hudi_connect.reverse import FileSink
+from hudi_connect.table import HudiTable
+from hudi_connect.testing.topics import KafkaRecord
+
+SCHEMA = "id int, v string, ts long, part string"
+KEYS = range(30)
+Row = tuple[int, str, int, str]
+
+
+@dataclass
+class History:
+    table: HudiTable
+    rng: random.Random
+    state: dict[int, Row] = field(default_factory=dict)
+    clock: int = 0
+
+    def step(self) -> str:
+        """One random write; returns what it did."""
+        spark = self.table.spark
+        choice = self.rng.random()
+        live = sorted(self.state)
+        if choice < 0.15 and live:
+            part = self.rng.choice(sorted({r[3] for r in self.state.values()}))
+            self.table.delete_partitions([f"part={part}"])
+            self.state = {k: r for k, r in self.state.items() if r[3] != part}
+            return f"delete_partitions {part}"
+        if choice < 0.4 and live:
+            gone = self.rng.sample(live, k=min(len(live), self.rng.randint(1, 5)))
+            self.table.delete(spark.createDataFrame([(k, f"p{k % 3}") for k in gone], "id int, part string"))
+            for key in gone:
+                del self.state[key]
+            return f"delete {sorted(gone)}"
+        keys = self.rng.sample(list(KEYS), k=self.rng.randint(3, 10))
+        rows = []
+        for key in keys:
+            self.clock += 1
+            rows.append((key, f"v{self.clock}", self.clock, f"p{key % 3}"))
+        self.table.upsert(spark.createDataFrame(rows, SCHEMA))
+        self.state.update({r[0]: r for r in rows})
+        return f"upsert {sorted(keys)}"
+
+
+def postgres_rows(dsn: str, table: str) -> dict[int, Row]:
+    with psycopg.connect(dsn) as connection:
+        rows = connection.execute(f'SELECT id, v, ts, part FROM "{table}"').fetchall()
+    return {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
+
+
+def replay_files(sink: FileSink) -> tuple[dict[int, Row], int]:
+    """The table rebuilt from the published batch directories; and how many (key, commit) pairs repeat."""
+    rows = sink.read_published().collect()
+    state: dict[int, Row] = {}
+    seen: set[tuple[str, str]] = set()
+    repeats = 0
+    for r in sorted(rows, key=lambda r: (r.sequence, r.completion_time, r.commit_time)):
+        marker = (r.record_key, r.commit_time)
+        repeats += marker in seen
+        seen.add(marker)
+        if r.op == "d":
+            state.pop(r.id, None)
+        else:
+            state[r.id] = (r.id, r.v, r.ts, r.part)
+    return state, repeats
+
+
+def kafka_changes(records: list[KafkaRecord]) -> dict[str, list[tuple[str, str, dict[str, object] | None]]]:
+    """Per key, in topic order: (op, commit time, row) from the JSON format."""
+    per_key: dict[str, list[tuple[str, str, dict[str, object] | None]]] = defaultdict(list)
+    for record in records:
+        headers = {k: v.decode() for k, v in record.headers}
+        assert record.key is not None
+        value = json.loads(record.value) if record.value is not None else None
+        per_key[record.key.decode()].append((headers["op"], headers["commit_time"], value))
+    return dict(per_key)
+
+
+def hudi_cdc_changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None,
+                     data_columns: tuple[str, ...] = ("id", "v", "ts", "part"),
+                     ) -> dict[str, list[tuple[str, str, dict[str, object] | None]]]:
+    """Hudi's own CDC query of (begin, end], in the same form, each key's changes in commit order."""
+    per_key: dict[str, list[tuple[str, str, dict[str, object] | None]]] = defaultdict(list)
+    rows = table.hudi_cdc(begin, end).collect()
+    for r in sorted(rows, key=lambda r: r.ts_ms):
+        image = json.loads(r.after if r.op != "d" else r.before)
+        row = {c: image[c] for c in data_columns}
+        op = {"i": "c", "u": "u", "d": "d"}[r.op]
+        per_key[str(row["id"])].append((op, r.ts_ms, row))
+    return dict(per_key)
