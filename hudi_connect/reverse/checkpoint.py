@@ -33,7 +33,7 @@ CLAIMS_DIRECTORY = ".hoodie/.aux/reverse_stream"
 
 
 def validate_stream_name(name: str) -> str:
-    if not isinstance(name, str) or not _STREAM_NAME.match(name):
+    if not isinstance(name, str) or not _STREAM_NAME.fullmatch(name):
         raise ValueError(f"stream name {name!r} must be 1-64 letters, digits, '_', '-' or '.', starting alphanumeric")
     return name
 

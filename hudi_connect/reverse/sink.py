@@ -22,6 +22,7 @@ class BatchContext:
     begin_completion_time: str | None
     end_requested_time: str
     end_completion_time: str
+    unique_keys: bool  # at most one change per key (a full read, or latest mode): no per-key ordering needed
 
 
 class Sink(Protocol):

@@ -121,7 +121,7 @@ class ReverseStream:
                                                else position.requested_time)
         context = BatchContext(self.name, current.sequence + 1, self._properties.name, self._base_path,
                                self._properties.record_key_fields, begin, end.requested_time,
-                               end.completion_time or end.requested_time)
+                               end.completion_time or end.requested_time, begin is None or self.mode == "latest")
         batch = (full_batch(self._spark, self._base_path, self._properties, end) if begin is None
                  else change_batch(self._spark, self._base_path, begin, end, self.mode))
         records = self._send(batch, context)

@@ -31,15 +31,21 @@ def health_ok(endpoint_url: str) -> bool:
         return False
 
 
-def start_minio(run_dir: Path, *, port: int | None = None, timeout: float = READY_TIMEOUT) -> RunningService:
-    """Start MinIO with fresh credentials and a data directory under ``run_dir``."""
+def start_minio(run_dir: Path, *, port: int | None = None, timeout: float = READY_TIMEOUT,
+                restart: MinioEndpoint | None = None) -> RunningService:
+    """Start MinIO with fresh credentials and a data directory under ``run_dir``; or, given the
+    endpoint of one that ran on ``run_dir`` before (``restart``), start it again as it was."""
     binary = provision.ensure_minio()
-    port = port or free_port()
-    endpoint = MinioEndpoint(
-        endpoint_url=f"http://{LOOPBACK}:{port}",
-        access_key="hudi-" + secrets.token_hex(6),
-        secret_key=secrets.token_hex(20),
-    )
+    if restart is not None:
+        endpoint = restart
+        port = int(restart.endpoint_url.rsplit(":", 1)[1])
+    else:
+        port = port or free_port()
+        endpoint = MinioEndpoint(
+            endpoint_url=f"http://{LOOPBACK}:{port}",
+            access_key="hudi-" + secrets.token_hex(6),
+            secret_key=secrets.token_hex(20),
+        )
     data_dir = run_dir / "minio" / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)

@@ -54,7 +54,7 @@ class KafkaSink:
 
     def records(self, batch: DataFrame, context: BatchContext) -> DataFrame:
         """The Kafka rows (key, value, headers) of a batch, in per-key commit order (pure plan)."""
-        ordered = in_commit_order(batch)
+        ordered = batch if context.unique_keys else in_commit_order(batch)
         headers = F.array(*(F.struct(F.lit(name).alias("key"), F.col(column).cast("binary").alias("value"))
                             for name, column in (("op", "op"), ("commit_time", "commit_time"),
                                                  ("completion_time", "completion_time"))))

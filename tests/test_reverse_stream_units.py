@@ -1,0 +1,407 @@
+"""The pure parts of the reverse streamer: checkpoints, sink SQL/naming/validation and executor-side storage ops."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from pyspark.sql import types as T
+
+from hudi_connect.errors import HudiConnectError
+from hudi_connect.object_store import StorageOp, StorageResult, _execute
+from hudi_connect.reverse.checkpoint import Checkpoint, claim_name, origin, validate_stream_name
+from hudi_connect.reverse.sink import BatchContext
+from hudi_connect.reverse.sinks.files import _BATCH_DIRECTORY, FileSink, batch_directory
+from hudi_connect.reverse.sinks.kafka import KafkaSink
+from hudi_connect.reverse.sinks.postgres import Connection, MergeStatements, PostgresSink, postgres_type, quote
+from hudi_connect.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
+
+BEGIN = "20261122005911100"
+END_REQUESTED = "20261122005911202"
+END_COMPLETED = "20261122005911203"
+SECRET = "s3cr3t-Pa55"
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def _checkpoint() -> Checkpoint:
+    return Checkpoint(stream="serving", sequence=7, kind="batch", end_requested_time=END_REQUESTED,
+                      end_completion_time=END_COMPLETED, begin_completion_time=BEGIN, records=42,
+                      sinks=("kafka://k:9092/t (json)", "postgresql://h:5432/db/serving"),
+                      written_at="20261122005912000")
+
+
+def test_checkpoint_json_round_trip_keeps_every_field() -> None:
+    checkpoint = _checkpoint()
+    text = checkpoint.to_json()
+    assert set(json.loads(text)) == {"reverseStreamCheckpoint"}
+    back = Checkpoint.from_json(text, where="claim 7")
+    assert back == checkpoint
+    assert isinstance(back.sinks, tuple)
+    assert back.sinks == ("kafka://k:9092/t (json)", "postgresql://h:5432/db/serving")
+    assert (back.stream, back.sequence, back.kind, back.records) == ("serving", 7, "batch", 42)
+    assert (back.begin_completion_time, back.end_requested_time, back.end_completion_time) == (
+        BEGIN, END_REQUESTED, END_COMPLETED)
+    assert back.written_at == "20261122005912000"
+
+
+def test_reset_checkpoint_round_trips_with_nulls() -> None:
+    reset = Checkpoint("serving", 3, "reset", None, None, written_at="20261122005912000")
+    assert Checkpoint.from_json(reset.to_json(), where="x") == reset
+
+
+@pytest.mark.parametrize("text", [
+    "not json at all",
+    "[]",
+    "null",
+    '"a string"',
+    '{"other": {}}',
+    '{"reverseStreamCheckpoint": {"stream": "s"}}',
+    '{"reverseStreamCheckpoint": {"stream": "s", "sequence": 1, "kind": "batch", "end_requested_time": null, '
+    '"end_completion_time": null, "sinks": [], "unexpected": 1}}',
+    '{"reverseStreamCheckpoint": {"stream": "s", "sequence": 1, "kind": "batch", "end_requested_time": null, '
+    '"end_completion_time": null, "sinks": 5}}',
+])
+def test_garbage_is_not_a_checkpoint_and_the_error_names_the_place(text: str) -> None:
+    where = "s3a://bucket/t/.hoodie/.aux/reverse_stream/serving/0000000004.json"
+    with pytest.raises(HudiConnectError, match="reverse-stream checkpoint") as caught:
+        Checkpoint.from_json(text, where=where)
+    assert where in str(caught.value)
+
+
+def test_successor_advances_the_sequence_and_takes_the_end_of_an_instant() -> None:
+    previous = _checkpoint()
+    end = Instant("20261122010000000", Action.DELTA_COMMIT, InstantState.COMPLETED, "20261122010000005")
+    nxt = previous.successor("batch", end, begin=END_COMPLETED, records=5, sinks=("a",))
+    assert nxt.stream == previous.stream
+    assert nxt.sequence == previous.sequence + 1
+    assert nxt.kind == "batch"
+    assert (nxt.end_requested_time, nxt.end_completion_time) == ("20261122010000000", "20261122010000005")
+    assert (nxt.begin_completion_time, nxt.records, nxt.sinks) == (END_COMPLETED, 5, ("a",))
+    assert len(nxt.written_at) == 17 and nxt.written_at.isdigit()
+
+
+def test_successor_reset_has_no_end() -> None:
+    nxt = _checkpoint().successor("reset", None)
+    assert (nxt.sequence, nxt.kind) == (8, "reset")
+    assert nxt.end_requested_time is None and nxt.end_completion_time is None
+    assert nxt.begin_completion_time is None
+    assert nxt.position is None
+
+
+def test_position() -> None:
+    assert Checkpoint("s", 1, "reset", None, None).position is None
+    position = _checkpoint().position
+    assert position is not None
+    assert (position.requested_time, position.completion_time) == (END_REQUESTED, END_COMPLETED)
+    assert position.is_completed
+
+
+def test_origin_is_sequence_zero_with_nothing_sent() -> None:
+    start = origin("serving")
+    assert (start.stream, start.sequence, start.kind) == ("serving", 0, "reset")
+    assert start.position is None
+    assert start.records == 0 and start.sinks == ()
+    assert start.successor("batch", None).sequence == 1
+    with pytest.raises(ValueError):
+        origin("../x")
+
+
+@pytest.mark.parametrize("name", ["serving", "a.b-c_1", "A", "x" * 64])
+def test_valid_stream_names(name: str) -> None:
+    assert validate_stream_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "../x", "a/b", "x" * 65, ".hidden", "_x", "-x", "a b", "a\\b", "serving\n"])
+def test_invalid_stream_names(name: str) -> None:
+    with pytest.raises(ValueError):
+        validate_stream_name(name)
+
+
+def test_claim_name() -> None:
+    assert claim_name(3) == "0000000003.json"
+    assert claim_name(1234567890) == "1234567890.json"
+
+
+# ---------------------------------------------------------------- timeline
+
+
+def test_reverse_commit_instant_is_completed_and_writes_no_data() -> None:
+    parsed = parse_instant_file_name(f"{END_REQUESTED}_{END_COMPLETED}.reversecommit")
+    assert parsed is not None
+    assert (parsed.requested_time, parsed.completion_time) == (END_REQUESTED, END_COMPLETED)
+    assert parsed.action is Action.REVERSE_COMMIT
+    assert parsed.state is InstantState.COMPLETED
+    instant = Instant(parsed.requested_time, parsed.action, parsed.state, parsed.completion_time)
+    assert instant.is_completed
+    assert not instant.writes_data
+
+
+def test_reverse_commits_never_count_as_data_commits() -> None:
+    names = [f"{END_REQUESTED}_{END_COMPLETED}.reversecommit", "20261122005911300_20261122005911301.commit",
+             "20261122005911400.reversecommit"]  # layout 1 name, completion from the modification time
+    files = [parse_instant_file_name(n, modification_time_ms=1_790_000_000_000) for n in names]
+    assert all(f is not None for f in files)
+    timeline = Timeline.from_files(f for f in files if f is not None)
+    assert len(timeline.completed()) == 3
+    assert [i.requested_time for i in timeline.write_commits()] == ["20261122005911300"]
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+@pytest.mark.parametrize(("spark_type", "expected"), [
+    (T.IntegerType(), "integer"),
+    (T.LongType(), "bigint"),
+    (T.StringType(), "text"),
+    (T.DoubleType(), "double precision"),
+    (T.DecimalType(10, 2), "numeric(10,2)"),
+    (T.TimestampType(), "timestamptz"),
+    (T.StructType([T.StructField("a", T.IntegerType())]), "jsonb"),
+    (T.ArrayType(T.StringType()), "jsonb"),
+    (T.MapType(T.StringType(), T.LongType()), "jsonb"),
+])
+def test_postgres_type(spark_type: T.DataType, expected: str) -> None:
+    assert postgres_type(spark_type) == expected
+
+
+def test_quote_doubles_inner_quotes() -> None:
+    assert quote('we"ird') == '"we""ird"'
+    assert quote("id") == '"id"'
+
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType(), False),
+    T.StructField("name", T.StringType()),
+    T.StructField("amount", T.DecimalType(10, 2)),
+    T.StructField("tags", T.ArrayType(T.StringType())),
+])
+
+
+def test_merge_statements() -> None:
+    sql = MergeStatements.of("serving", SCHEMA, ("id",))
+    assert sql.create.startswith('CREATE TABLE IF NOT EXISTS "serving" (')
+    assert '"id" bigint' in sql.create and '"amount" numeric(10,2)' in sql.create and '"tags" jsonb' in sql.create
+    assert sql.create.endswith('PRIMARY KEY ("id"))')
+
+    assert sql.upsert.startswith('INSERT INTO "serving" ')
+    assert 'ON CONFLICT ("id") DO UPDATE SET ' in sql.upsert
+    updates = sql.upsert.split("DO UPDATE SET ", 1)[1]
+    for column in ("name", "amount", "tags"):
+        assert f'"{column}" = EXCLUDED."{column}"' in updates
+    assert '"id" = EXCLUDED' not in updates
+    assert updates.count("EXCLUDED.") == 3
+    assert "json_populate_recordset(NULL::\"serving\"" in sql.upsert
+
+    assert sql.delete.startswith('DELETE FROM "serving" AS t USING ')
+    assert sql.delete.endswith('WHERE t."id" = d."id"')
+
+
+def test_merge_statements_with_a_composite_key() -> None:
+    sql = MergeStatements.of("serving", SCHEMA, ("id", "name"))
+    assert 'PRIMARY KEY ("id", "name")' in sql.create
+    assert 'ON CONFLICT ("id", "name") DO UPDATE SET ' in sql.upsert
+    assert '"name" = EXCLUDED' not in sql.upsert
+    assert sql.delete.endswith('WHERE t."id" = d."id" AND t."name" = d."name"')
+
+
+def test_merge_statements_when_every_column_is_a_key() -> None:
+    schema = T.StructType([T.StructField("a", T.StringType()), T.StructField("b", T.IntegerType())])
+    sql = MergeStatements.of("serving", schema, ("a", "b"))
+    assert sql.upsert.endswith('ON CONFLICT ("a", "b") DO NOTHING')
+    assert "DO UPDATE" not in sql.upsert
+
+
+def test_merge_statements_quote_each_part_of_a_qualified_table() -> None:
+    sql = MergeStatements.of("public.serving", SCHEMA, ("id",))
+    assert sql.create.startswith('CREATE TABLE IF NOT EXISTS "public"."serving" (')
+    assert sql.upsert.startswith('INSERT INTO "public"."serving" ')
+    assert 'NULL::"public"."serving"' in sql.upsert
+    assert sql.delete.startswith('DELETE FROM "public"."serving" AS t')
+    assert '"public.serving"' not in sql.create
+
+
+def test_connection_from_dsn() -> None:
+    connection = Connection.from_dsn("postgresql://u:p%40ss@h:5433/db")
+    assert (connection.host, connection.port, connection.database, connection.user) == ("h", 5433, "db", "u")
+    assert connection.password == "p@ss"
+    assert "p@ss" not in repr(connection) and "p%40ss" not in repr(connection)
+    assert Connection.from_dsn("postgres://u:x@h/db").port == 5432
+
+
+@pytest.mark.parametrize("dsn", ["mysql://x", "postgresql://h", "postgresql://h/", "postgresql:///db", "h:5432/db"])
+def test_bad_dsns(dsn: str) -> None:
+    with pytest.raises(ValueError):
+        Connection.from_dsn(dsn)
+
+
+def test_postgres_sink_hides_credentials() -> None:
+    sink = PostgresSink(f"postgresql://alice:{SECRET}@db.example:5433/shop", "public.serving")
+    assert SECRET not in repr(sink)
+    assert "alice" not in repr(sink)
+    description = sink.describe()
+    assert description == "postgresql://db.example:5433/shop/public.serving"
+    assert SECRET not in description and "alice" not in description
+    assert sink.published_end(3) is None
+    with pytest.raises(ValueError):
+        PostgresSink("mysql://x", "t")
+
+
+# ---------------------------------------------------------------- files
+
+
+def _context(sequence: int, begin: str | None) -> BatchContext:
+    return BatchContext(stream="serving", sequence=sequence, table_name="trips", base_path="s3a://b/trips",
+                        record_key_fields=("id",), begin_completion_time=begin, end_requested_time=END_REQUESTED,
+                        end_completion_time=END_COMPLETED, unique_keys=begin is None)
+
+
+def test_batch_directory_names() -> None:
+    assert batch_directory(_context(2, BEGIN)) == f"0000000002_{BEGIN}_{END_COMPLETED}"
+    assert batch_directory(_context(2, None)) == f"0000000002_full_{END_COMPLETED}"
+
+
+def test_batch_directory_pattern() -> None:
+    for context in (_context(2, BEGIN), _context(2, None), _context(123, "20261122005911")):
+        name = batch_directory(context)
+        match = _BATCH_DIRECTORY.match(name + "/")
+        assert match is not None, name
+        assert int(match["sequence"]) == context.sequence
+        assert match["begin"] == (context.begin_completion_time or "full")
+        assert match["end"] == END_COMPLETED
+        assert _BATCH_DIRECTORY.match(name) is None  # a file, not a directory
+    for other in ("_temporary/", "0000000002_x_y/", "_SUCCESS", "2_full_20261122005911203/",
+                  f"0000000002_{BEGIN}_{END_COMPLETED}.json/", f"0000000002_{BEGIN}/"):
+        assert _BATCH_DIRECTORY.match(other) is None, other
+
+
+def test_file_sink_validates_format_and_strips_the_root() -> None:
+    with pytest.raises(ValueError):
+        FileSink(None, "s3a://b/x/", "csv")  # type: ignore[arg-type]
+    sink = FileSink(None, "s3a://b/x/", "json")  # type: ignore[arg-type]
+    assert sink.root == "s3a://b/x"
+    assert sink.describe() == "s3a://b/x (json)"
+    assert FileSink(None, "/tmp/out//").root == "/tmp/out"  # type: ignore[arg-type]
+    assert FileSink(None, "/tmp/out").format == "parquet"  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- Kafka
+
+
+def test_kafka_sink_rejects_unknown_formats() -> None:
+    with pytest.raises(ValueError):
+        KafkaSink("k:9092", "t", "avro")  # type: ignore[arg-type]
+    assert KafkaSink("k:9092", "t", "debezium").format == "debezium"
+
+
+def test_kafka_sink_rejects_options_without_the_kafka_prefix() -> None:
+    with pytest.raises(ValueError, match="kafka"):
+        KafkaSink("k:9092", "t", options={"sasl.mechanism": "PLAIN"})
+    with pytest.raises(ValueError):
+        KafkaSink("k:9092", "t", options={"kafka.acks": "all", "topic": "other"})
+
+
+def test_kafka_sink_hides_option_values() -> None:
+    jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}";'
+    sink = KafkaSink("k:9092", "orders", "json", options={"kafka.sasl.jaas.config": jaas,
+                                                          "kafka.sasl.mechanism": "PLAIN"})
+    assert SECRET not in repr(sink)
+    assert "PlainLoginModule" not in repr(sink)
+    assert sink.describe() == "kafka://k:9092/orders (json)"
+    assert SECRET not in sink.describe()
+    assert sink.published_end(1) is None
+
+
+# ---------------------------------------------------------------- object store (executor side)
+
+
+def test_create_is_create_if_absent(tmp_path: Path) -> None:
+    target = tmp_path / "claims" / "serving" / claim_name(1)  # the parent does not exist yet
+    assert _execute(StorageOp("create", str(target), "first")) == StorageResult(True)
+    assert target.read_text() == "first"
+    assert _execute(StorageOp("create", str(target), "second")).ok is False
+    assert target.read_text() == "first"
+    assert sorted(p.name for p in target.parent.iterdir()) == [claim_name(1)]  # no temporary file left
+
+
+def test_create_with_a_file_uri(tmp_path: Path) -> None:
+    target = tmp_path / "x.json"
+    assert _execute(StorageOp("create", f"file://{target}", "via uri")).ok
+    assert target.read_text() == "via uri"
+
+
+def test_put_replaces_and_get_reads(tmp_path: Path) -> None:
+    target = tmp_path / "d" / "f.txt"
+    assert _execute(StorageOp("put", str(target), "one")).ok
+    assert _execute(StorageOp("put", str(target), "two ü")).ok
+    assert target.read_text(encoding="utf-8") == "two ü"
+    assert _execute(StorageOp("get", str(target))) == StorageResult(True, "two ü")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]
+
+
+def test_get_of_a_missing_path(tmp_path: Path) -> None:
+    found = _execute(StorageOp("get", str(tmp_path / "missing.json")))
+    assert found.ok is False
+    assert found.text == ""
+
+
+def test_list(tmp_path: Path) -> None:
+    (tmp_path / "b.json").write_text("b")
+    (tmp_path / "a.json").write_text("a")
+    (tmp_path / "c_dir").mkdir()
+    (tmp_path / "c_dir" / "nested").write_text("n")
+    (tmp_path / "_SUCCESS").write_text("")
+    listing = _execute(StorageOp("list", str(tmp_path)))
+    assert listing.ok
+    assert listing.names == ("_SUCCESS", "a.json", "b.json", "c_dir/")
+    assert _execute(StorageOp("list", str(tmp_path / "absent"))) == StorageResult(True, names=())
+
+
+def test_delete(tmp_path: Path) -> None:
+    tree = tmp_path / "0000000002_full_20261122005911203"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "part-0.parquet").write_text("x")
+    (tree / "_SUCCESS").write_text("")
+    single = tmp_path / "single.txt"
+    single.write_text("s")
+    assert _execute(StorageOp("delete", str(tree))).ok
+    assert not tree.exists()
+    assert _execute(StorageOp("delete", str(single))).ok
+    assert not single.exists()
+    assert _execute(StorageOp("delete", str(tmp_path / "never-there"))).ok
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_op_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        _execute(StorageOp("move", str(tmp_path / "x")))  # type: ignore[arg-type]
+
+
+def test_racing_creates_have_exactly_one_winner(tmp_path: Path) -> None:
+    for round_number in range(20):
+        target = tmp_path / f"round{round_number}" / claim_name(round_number + 1)
+        barrier = threading.Barrier(2)
+        results: dict[str, bool] = {}
+        errors: list[BaseException] = []
+
+        def claim(text: str, target: Path = target, barrier: threading.Barrier = barrier,
+                  results: dict[str, bool] = results, errors: list[BaseException] = errors) -> None:
+            try:
+                barrier.wait(timeout=10)
+                results[text] = _execute(StorageOp("create", str(target), text)).ok
+            except BaseException as error:  # surfaced below
+                errors.append(error)
+
+        threads = [threading.Thread(target=claim, args=(f"run-{n}",)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert errors == [], f"round {round_number}: {errors!r}"
+        winners = [text for text, ok in results.items() if ok]
+        assert len(results) == 2 and len(winners) == 1, f"round {round_number}: {results}"
+        assert target.read_text() == winners[0]
+        assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
