@@ -25,14 +25,16 @@ import pyarrow.fs as pafs
 
 from hudi_connect.storage import filesystem_for
 
-OpKind = Literal["create", "put", "get", "list", "delete"]
+OpKind = Literal["create", "put", "get", "list", "last", "delete", "copy"]
 _OPS_DDL = "op string"
 
 
 @dataclass(frozen=True)
 class StorageOp:
     """``create``: write ``text`` unless ``uri`` exists; ``put``: replace it; ``get``: read it;
-    ``list``: names under directory ``uri``; ``delete``: remove files or directories (recursively)."""
+    ``list``: names under directory ``uri``; ``last``: those names and the content of the last file;
+    ``delete``: remove files or directories (recursively); ``copy``: replace the file named by ``text``
+    with a copy of ``uri``, in one visible step. Ops after a ``create`` that found its file are skipped."""
 
     kind: OpKind
     uri: str
@@ -47,7 +49,7 @@ class StorageResult:
 
 
 def run_storage_ops(spark: Any, ops: Sequence[StorageOp]) -> list[StorageResult]:
-    """Run ``ops`` in order, in one task on the server; one result per op."""
+    """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok)."""
     from hudi_connect.artifacts import ship_package
 
     ship_package(spark)
@@ -61,7 +63,14 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of :func:`run_storage_ops` (runs on the executor)."""
     for batch in batches:
         for request in batch.column(0).to_pylist():
-            results = [asdict(_execute(StorageOp(**op))) for op in json.loads(request)]
+            results: list[dict[str, Any]] = []
+            for op in (StorageOp(**fields) for fields in json.loads(request)):
+                result = _execute(op)
+                results.append(asdict(result))
+                if op.kind == "create" and not result.ok:
+                    break
+            skipped = len(json.loads(request)) - len(results)
+            results += [asdict(StorageResult(False))] * skipped
             yield pa.RecordBatch.from_pydict({"result": [json.dumps(results)]})
 
 
@@ -78,9 +87,13 @@ def _execute(op: StorageOp) -> StorageResult:
                 return StorageResult(True, bytes(stream.read()).decode())
         except FileNotFoundError:
             return StorageResult(False)
-    if op.kind == "list":
+    if op.kind in ("list", "last"):
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         names = sorted(i.base_name + ("/" if i.type is pafs.FileType.Directory else "") for i in infos)
+        files = [n for n in names if not n.endswith("/") and not n.startswith(".")]
+        if op.kind == "last" and files:
+            with filesystem.open_input_stream(f"{path}/{files[-1]}") as stream:
+                return StorageResult(True, bytes(stream.read()).decode(), tuple(names))
         return StorageResult(True, names=tuple(names))
     if op.kind == "delete":
         info = filesystem.get_file_info(path)
@@ -88,6 +101,17 @@ def _execute(op: StorageOp) -> StorageResult:
             filesystem.delete_dir(path)
         elif info.type is pafs.FileType.File:
             filesystem.delete_file(path)
+        return StorageResult(True)
+    if op.kind == "copy":
+        _, target = filesystem_for(op.text)
+        if isinstance(filesystem, pafs.LocalFileSystem):
+            parent = target.rsplit("/", 1)[0]
+            os.makedirs(parent, exist_ok=True)
+            aside = f"{parent}/.{uuid.uuid4().hex}.tmp"
+            filesystem.copy_file(path, aside)
+            os.replace(aside, target)
+        else:  # one CopyObject: the target appears whole
+            filesystem.copy_file(path, target)
         return StorageResult(True)
     raise ValueError(f"unknown storage op {op.kind!r}")
 

@@ -1,6 +1,7 @@
 """Reverse-stream fault tests: a streamer killed mid-batch, Kafka restarted, MinIO restarted and
 PostgreSQL stopped during a batch. On resume nothing is lost; Kafka may repeat records (at least
-once), PostgreSQL and the file sink never do.
+once), PostgreSQL and the file sink never do, even when the killed client's write goes on
+running on the server.
 
 History (seeded, :mod:`integration.reverse_stream_model`): random upserts, deletes and
 partition drops on a COW table; the faults strike the second or third batch. Oracles:
@@ -27,6 +28,8 @@ from pyspark.sql import SparkSession
 
 from hudi_connect.errors import SinkError
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
+from hudi_connect.reverse.changes import full_batch
+from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.streamer import PAUSE_BEFORE_CHECKPOINT_ENV
 from hudi_connect.server import connect
 from hudi_connect.stack.endpoints import KafkaEndpoint
@@ -37,6 +40,7 @@ from hudi_connect.stack.process import free_port
 from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table import HudiTable
 from hudi_connect.testing.topics import KafkaRecord, create_topic, read_topic
+from hudi_connect.timeline import Instant
 from integration.reverse_stream_model import SCHEMA, History, Row, kafka_changes, postgres_rows, replay_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,3 +214,67 @@ def test_minio_restarted_during_a_batch(tmp_path: Path) -> None:
         server.stop()
         minio.stop()
 
+
+
+def test_streamer_killed_while_writing_never_publishes_twice(
+    spark: SparkSession, hudi_server_url: str, local_base_path: str, postgres_dsn: str,
+) -> None:
+    table = cow_table(spark, local_base_path)
+    bulk = {i: (i, f"b{i}", 0, f"p{i % 3}") for i in range(1000, 151000)}  # wide enough a write to be killed in
+    table.bulk_insert(spark.range(1000, 151000).selectExpr(
+        "cast(id as int) as id", "concat('b', id) as v", "0L as ts", "concat('p', id % 3) as part"))
+    history = History(table, random.Random(25))
+    history.step()
+    files_root, pg_table = f"{local_base_path}-export", f"midwrite_{uuid.uuid4().hex[:8]}"
+    command = [sys.executable, "-m", "hudi_connect", "reverse-stream", "--remote", hudi_server_url,
+               "--table", local_base_path, "--name", "midwrite", "--files-root", files_root,
+               "--postgres-table", pg_table]
+    env = dict(os.environ, PYTHONPATH=str(REPO), HUDI_CONNECT_POSTGRES_DSN=postgres_dsn)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    assert process.stdout is not None
+    output = []
+    for line in process.stdout:
+        output.append(line)
+        if f"to {files_root}" in line:  # the file sink's Spark write is under way
+            time.sleep(1.0)
+            os.killpg(process.pid, signal.SIGKILL)
+            break
+    process.wait(timeout=60)
+    assert any(f"to {files_root}" in line for line in output), "".join(output)
+    files = FileSink(spark, files_root)
+    stream = ReverseStream(spark, local_base_path, "midwrite", [files, PostgresSink(postgres_dsn, pg_table)])
+    assert stream.checkpoint().sequence == 0
+    history.step()
+    assert stream.run_once().sent  # the dead run claimed nothing: a full read again
+    history.step()
+    assert stream.run_once().sent
+    time.sleep(5)  # the dead client's write may go on on the server: it must never show up
+    expected = bulk | history.state
+    assert postgres_rows(postgres_dsn, pg_table) == expected
+    assert replay_files(files) == (expected, 0)
+
+
+def test_postgres_never_applies_an_older_batch_over_a_newer(
+    spark: SparkSession, local_base_path: str, postgres_dsn: str,
+) -> None:
+    """A killed client's batch that finishes late on the server is refused by the progress fence."""
+    table = cow_table(spark, local_base_path)
+    history = History(table, random.Random(26))
+    history.step()
+    older_end = table.timeline().write_commits().last()
+    older_state = dict(history.state)
+    for _ in range(3):
+        history.step()
+    newer_end = table.timeline().write_commits().last()
+    assert older_end is not None and newer_end is not None and history.state != older_state
+    sink = PostgresSink(postgres_dsn, f"fence_{uuid.uuid4().hex[:8]}")
+    props = table.properties
+
+    def context(sequence: int, end: Instant) -> BatchContext:
+        return BatchContext("fenced", sequence, props.name, local_base_path, props.record_key_fields, None,
+                            end.requested_time, end.completion_time or "", True)
+
+    sink.write(full_batch(spark, local_base_path, props, newer_end), context(2, newer_end))
+    sink.write(full_batch(spark, local_base_path, props, older_end), context(1, older_end))  # late and stale
+    assert postgres_rows(postgres_dsn, sink.table) == history.state

@@ -405,3 +405,45 @@ def test_racing_creates_have_exactly_one_winner(tmp_path: Path) -> None:
         assert len(results) == 2 and len(winners) == 1, f"round {round_number}: {results}"
         assert target.read_text() == winners[0]
         assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+def test_copy_replaces_the_target_whole(tmp_path: Path) -> None:
+    source, target = tmp_path / "staging" / "part-0.parquet", tmp_path / "batch" / "part-00000.parquet"
+    source.parent.mkdir()
+    source.write_text("new data")
+    assert _execute(StorageOp("copy", str(source), str(target))).ok
+    assert target.read_text() == "new data" and source.exists()
+    source.write_text("newer data")
+    _execute(StorageOp("copy", str(source), str(target)))
+    assert target.read_text() == "newer data"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["part-00000.parquet"]  # no temporary left
+
+
+def test_last_reads_the_highest_claim_and_skips_hidden_files(tmp_path: Path) -> None:
+    claims = tmp_path / "claims"
+    assert _execute(StorageOp("last", str(claims))) == StorageResult(True)  # no directory yet: nothing
+    for sequence in (1, 2, 10):
+        (claims / claim_name(sequence)).parent.mkdir(exist_ok=True)
+        (claims / claim_name(sequence)).write_text(f"checkpoint {sequence}")
+    (claims / ".zzz.tmp").write_text("half written")
+    last = _execute(StorageOp("last", str(claims)))
+    assert last.text == "checkpoint 10" and ".zzz.tmp" in last.names
+
+
+def test_ops_after_a_lost_create_are_skipped(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from hudi_connect.object_store import execute_ops
+
+    claim, published = tmp_path / "claim", tmp_path / "published"
+    claim.write_text("the other run's")
+    ops = [StorageOp("create", str(claim), "mine"), StorageOp("put", str(published), "mine")]
+    request = json.dumps([{"kind": o.kind, "uri": o.uri, "text": o.text} for o in ops])
+    (batch,) = execute_ops([pa.RecordBatch.from_pydict({"op": [request]})])
+    results = json.loads(batch.column(0)[0].as_py())
+    assert [r["ok"] for r in results] == [False, False]
+    assert claim.read_text() == "the other run's" and not published.exists()
+    claim.unlink()
+    (batch,) = execute_ops([pa.RecordBatch.from_pydict({"op": [request]})])
+    assert [r["ok"] for r in json.loads(batch.column(0)[0].as_py())] == [True, True]
+    assert published.read_text() == "mine"

@@ -3,8 +3,8 @@
 A stream's checkpoints form a chain numbered 1, 2, 3…: checkpoint n+1 is claimed
 by creating ``.hoodie/.aux/reverse_stream/<stream>/<n+1>.json`` only if absent
 (an atomic create-if-absent), so two runs of one stream can never both advance
-it; the claim is then published as a completed ``reversecommit`` instant whose
-content is the same JSON. Apache Hudi's timeline loader skips actions it does
+it; the same task then publishes it as a completed ``reversecommit`` instant
+whose content is the same JSON. Apache Hudi's timeline loader skips actions it does
 not know, so its writers, table services, readers and CDC keep working beside
 them (``integration/test_reverse_stream_timeline.py`` checks that). Sink
 descriptions carry no credentials.
@@ -98,38 +98,34 @@ class CheckpointStore:
         return f"{self._base_path}/{CLAIMS_DIRECTORY}/{validate_stream_name(stream)}"
 
     def latest(self, stream: str) -> Checkpoint:
-        """The stream's newest checkpoint (sequence 0 when it never ran); publishes it if a run died before."""
-        listing = run_storage_ops(self._spark, [StorageOp("list", self._claims(stream))])[0]
-        sequences = sorted(int(n[:-5]) for n in listing.names if re.fullmatch(r"\d{10}\.json", n))
-        if not sequences:
+        """The stream's newest checkpoint (sequence 0 when it never ran)."""
+        last = run_storage_ops(self._spark, [StorageOp("last", self._claims(stream))])[0]
+        if not last.text:
             return origin(stream)
-        uri = f"{self._claims(stream)}/{claim_name(sequences[-1])}"
-        found = run_storage_ops(self._spark, [StorageOp("get", uri)])[0]
-        checkpoint = Checkpoint.from_json(found.text, where=uri)
-        if not any(i.requested_time == checkpoint.written_at for i in self._view.reverse_commits()):
-            self._publish(checkpoint)
-        return checkpoint
+        return Checkpoint.from_json(last.text, where=f"the last checkpoint claim under {self._claims(stream)}")
 
     def advance(self, previous: Checkpoint, new: Checkpoint) -> Checkpoint:
-        """Record ``new`` after ``previous``, or CheckpointConflictError if another run got there first."""
+        """Record ``new`` after ``previous``, or CheckpointConflictError if another run got there first.
+
+        One task claims ``new`` and publishes it on the timeline, with ``previous`` again: a run that
+        died between its claim and its publication left the timeline one checkpoint short."""
         if new.stream != previous.stream or new.sequence != previous.sequence + 1:
             raise ValueError(f"checkpoint {new.sequence} of {new.stream!r} cannot follow {previous.sequence} "
                              f"of {previous.stream!r}")
         uri = f"{self._claims(new.stream)}/{claim_name(new.sequence)}"
-        if not run_storage_ops(self._spark, [StorageOp("create", uri, new.to_json())])[0].ok:
+        publish = [self._publication(c) for c in (new, previous) if c.sequence > 0]
+        if not run_storage_ops(self._spark, [StorageOp("create", uri, new.to_json()), *publish])[0].ok:
             raise CheckpointConflictError(
                 f"reverse stream {new.stream!r} on {self._base_path}: checkpoint {new.sequence} was recorded by "
                 "another run of the same stream; this run's batch is not checkpointed (restart it to go on)"
             )
-        self._publish(new)
         return new
 
-    def _publish(self, checkpoint: Checkpoint) -> None:
+    def _publication(self, checkpoint: Checkpoint) -> StorageOp:
         """The claim as a completed ``reversecommit`` instant (requested = completed = its write time)."""
         time = checkpoint.written_at
         name = f"{time}_{time}.reversecommit" if self._view.properties.timeline_dir else f"{time}.reversecommit"
-        run_storage_ops(self._spark, [StorageOp("put", f"{self._view.timeline_directory}/{name}",
-                                                checkpoint.to_json())])
+        return StorageOp("put", f"{self._view.timeline_directory}/{name}", checkpoint.to_json())
 
     def history(self, stream: str | None = None) -> list[Checkpoint]:
         """Published checkpoints from the timeline, oldest first (all streams unless one is named)."""

@@ -1,18 +1,24 @@
 """File sink: each batch as one directory of Parquet or JSON under a root (local, or S3/MinIO via s3a).
 
-A batch goes to ``<root>/<sequence>_<begin>_<end>`` (``full`` for a full read),
-in one data file with Spark's committer: the data file appears whole, by a
-rename (local) or a single-object copy (S3), and ``_SUCCESS`` follows, so a
-reader never sees part of a batch. Rows are flat: ``op``, ``record_key``,
+A batch goes to ``<root>/<sequence>_<begin>_<end>/`` (``full`` for a full read)
+as one data file and ``_SUCCESS``. Rows are flat: ``op``, ``record_key``,
 ``commit_time``, ``completion_time`` and the image's data columns (the before
-image for deletes). Replaying the directories in sequence order rebuilds the
-table. A directory left by a run that died is replaced, or, when complete,
-kept: the streamer then re-sends that exact range, so nothing is duplicated.
+image for deletes); replaying the directories in sequence order rebuilds the
+table.
+
+Publishing is fenced, so that nothing is ever there twice, even when a killed
+client's write still runs on the server: Spark writes the batch into a hidden
+staging directory (``_staging/``, which readers skip), then the live client
+claims the sequence number by creating ``_published/<sequence>`` only if absent
+(naming the batch's range) and copies the file into place in one visible step,
+then writes ``_SUCCESS``. A dead run that claimed a range makes the next run
+send that same range again (:meth:`FileSink.published_end`).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +26,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_connect.errors import SinkError
 from hudi_connect.object_store import StorageOp, run_storage_ops
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
@@ -56,32 +63,44 @@ class FileSink:
         names = run_storage_ops(self.spark, [StorageOp("list", self.root)])[0].names
         return {n.rstrip("/"): m for n in names if (m := _BATCH_DIRECTORY.match(n))}
 
-    def _complete(self, directory: str) -> bool:
-        return run_storage_ops(self.spark, [StorageOp("get", f"{self.root}/{directory}/_SUCCESS")])[0].ok
+    def _claim(self, sequence: int) -> str:
+        return f"{self.root}/_published/{sequence:010d}"
 
     def published_end(self, sequence: int) -> str | None:
-        for name, match in self._directories().items():
-            if int(match["sequence"]) == sequence and self._complete(name):
-                return match["end"]
-        return None
+        claimed = run_storage_ops(self.spark, [StorageOp("get", self._claim(sequence))])[0]
+        match = _BATCH_DIRECTORY.match(claimed.text.strip() + "/") if claimed.ok else None
+        return match["end"] if match else None
 
     def write(self, batch: DataFrame, context: BatchContext) -> None:
         target = batch_directory(context)
-        leftovers = [n for n, m in self._directories().items() if int(m["sequence"]) >= context.sequence]
-        if target in leftovers and self._complete(target):
-            return  # a dead run published this very batch
-        if leftovers:  # never checkpointed: partial output of dead runs
-            run_storage_ops(self.spark, [StorageOp("delete", f"{self.root}/{n}") for n in leftovers])
+        staging = f"{self.root}/_staging/{target}_{uuid.uuid4().hex[:12]}"
         rows = flat_rows(batch).repartition(1).sortWithinPartitions("completion_time", "record_key")
         try:
-            rows.write.format(self.format).mode("error").save(f"{self.root}/{target}")
+            rows.write.format(self.format).mode("error").save(staging)
         except PySparkException as error:
-            raise sink_failure(self, context, error, "its directory is replaced on retry") from error
+            raise sink_failure(self, context, error, "nothing was published") from error
+        listing, claim = run_storage_ops(self.spark, [
+            StorageOp("list", staging), StorageOp("create", self._claim(context.sequence), target)])
+        if not claim.ok:
+            owner = run_storage_ops(self.spark, [StorageOp("get", self._claim(context.sequence))])[0].text.strip()
+            if owner != target:  # another live run published this sequence for another range
+                raise SinkError(f"batch {context.sequence} of {context.stream!r} under {self.root} was published "
+                                f"as {owner} by another run of the stream; this run's {target} is not")
+        data = [n for n in listing.names if n.startswith("part-") and not n.endswith(".crc")]
+        if len(data) != 1:
+            raise SinkError(f"staging {staging} holds {len(data)} data files, expected 1")
+        extension = data[0].split(".", 1)[1] if "." in data[0] else self.format
+        run_storage_ops(self.spark, [
+            StorageOp("copy", f"{staging}/{data[0]}", f"{self.root}/{target}/part-00000.{extension}"),
+            StorageOp("put", f"{self.root}/{target}/_SUCCESS"),
+            StorageOp("delete", staging),
+        ])
 
     def read_published(self) -> DataFrame:
         """Every published batch's rows, with their directory's sequence (for readers and tests)."""
-        complete = sorted(n for n in self._directories() if self._complete(n))
-        paths = [f"{self.root}/{n}" for n in complete]
+        names = sorted(self._directories())
+        markers = run_storage_ops(self.spark, [StorageOp("get", f"{self.root}/{n}/_SUCCESS") for n in names])
+        paths = [f"{self.root}/{n}" for n, marker in zip(names, markers, strict=True) if marker.ok]
         if not paths:
             raise FileNotFoundError(f"no published batch under {self.root}")
         return (self.spark.read.format(self.format).load(paths)

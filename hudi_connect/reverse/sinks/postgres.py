@@ -6,6 +6,11 @@ key, rows passed as one JSON document per statement and typed by the target
 table itself (``json_populate_recordset``). A batch is all or nothing, and
 applying it again changes nothing, so a retry after any failure is exact.
 The table is created on first use with the record key as primary key.
+
+The same transaction records the batch's end in ``hudi_reverse_stream_progress``
+and goes on only if no later end was applied for the stream: a write that a
+killed client left running on the server can finish late, but never puts older
+images over newer ones.
 """
 
 from __future__ import annotations
@@ -44,6 +49,17 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+PROGRESS_TABLE = "hudi_reverse_stream_progress"
+CREATE_PROGRESS = (f"CREATE TABLE IF NOT EXISTS {PROGRESS_TABLE} (stream text, target text, sequence bigint, "
+                   "end_completion_time text, PRIMARY KEY (stream, target))")
+# a row comes back only when this batch's end is not older than the applied one
+ADVANCE_PROGRESS = (f"INSERT INTO {PROGRESS_TABLE} AS p "
+                    "VALUES (:stream_name, :target_table, :batch_sequence, :batch_end) "
+                    "ON CONFLICT (stream, target) DO UPDATE SET sequence = EXCLUDED.sequence, "
+                    "end_completion_time = EXCLUDED.end_completion_time "
+                    "WHERE p.end_completion_time <= EXCLUDED.end_completion_time RETURNING 1")
+
+
 @dataclass(frozen=True)
 class MergeStatements:
     """The SQL of one batch, built on the client from the image schema (pure)."""
@@ -51,6 +67,7 @@ class MergeStatements:
     create: str
     upsert: str
     delete: str
+    target: str = ""
 
     @classmethod
     def of(cls, table: str, schema: T.StructType, keys: tuple[str, ...]) -> MergeStatements:
@@ -63,6 +80,7 @@ class MergeStatements:
         rows = f"json_populate_recordset(NULL::{target}, CAST(:rows AS json))"
         matches = " AND ".join(f"t.{quote(k)} = d.{quote(k)}" for k in keys)
         return cls(
+            target=table,
             create=f"CREATE TABLE IF NOT EXISTS {target} ({columns}, PRIMARY KEY ({key_list}))",
             upsert=f"INSERT INTO {target} SELECT * FROM {rows} ON CONFLICT ({key_list}) {on_conflict}",
             delete=f"DELETE FROM {target} AS t USING {rows} AS d WHERE {matches}",
@@ -87,9 +105,17 @@ class Connection:
                    unquote(parsed.password or ""))
 
 
-def apply_batch(connection: Connection, statements: MergeStatements,
+@dataclass(frozen=True)
+class BatchFence:
+    stream: str
+    sequence: int
+    end_completion_time: str
+
+
+def apply_batch(connection: Connection, statements: MergeStatements, fence: BatchFence,
                 batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: (op, row JSON) in, the batch applied in one transaction, counts out."""
+    """``mapInArrow`` body: (op, row JSON) in, the batch applied in one transaction, counts out
+    (-1, -1 when a later batch of the stream was applied already)."""
     import pg8000.native  # on the servers' worker Python only
 
     upserts: list[str] = []
@@ -101,7 +127,13 @@ def apply_batch(connection: Connection, statements: MergeStatements,
                                        database=connection.database, password=connection.password, timeout=60)
     try:
         session.run("BEGIN")
+        session.run(CREATE_PROGRESS)
         session.run(statements.create)
+        if not session.run(ADVANCE_PROGRESS, stream_name=fence.stream, target_table=statements.target,
+                           batch_sequence=fence.sequence, batch_end=fence.end_completion_time):
+            session.run("ROLLBACK")
+            yield pa.RecordBatch.from_pydict({"upserted": [-1], "deleted": [-1]})
+            return
         for sql, rows in ((statements.delete, deletes), (statements.upsert, upserts)):
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 session.run(sql, rows="[" + ",".join(rows[start:start + ROWS_PER_STATEMENT]) + "]")
@@ -143,7 +175,8 @@ class PostgresSink:
             "op", F.to_json(F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after")),
                             JSON_OPTIONS).alias("row"))
         try:
-            rows.repartition(1).mapInArrow(partial(apply_batch, self.connection, statements),
+            fence = BatchFence(context.stream, context.sequence, context.end_completion_time)
+            rows.repartition(1).mapInArrow(partial(apply_batch, self.connection, statements, fence),
                                            "upserted long, deleted long").collect()
         except PySparkException as error:
             raise sink_failure(self, context, error, "PostgreSQL rolled the batch back",
