@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -149,15 +150,24 @@ class ReverseStream:
         return None
 
     def _send(self, batch: DataFrame, context: BatchContext) -> int:
-        batch = batch.persist()  # computed once for every sink
-        try:
-            records = int(batch.count())
-            for sink in self.sinks:
-                self._progress(f"batch {context.sequence}: writing {records} records to {sink.describe()}")
-                sink.write(batch, context)
-            return records
-        finally:
-            batch.unpersist()
+        # A change batch is costly to compute: cached, it is counted, then sent to every sink. A full read
+        # for one sink is computed by the sink's write alone, and counted meanwhile (its count prunes every
+        # column, down to Parquet footers for base files).
+        if len(self.sinks) > 1 or context.begin_completion_time is not None:
+            batch = batch.persist()
+            try:
+                records = int(batch.count())
+                for sink in self.sinks:
+                    self._progress(f"batch {context.sequence}: writing {records} records to {sink.describe()}")
+                    sink.write(batch, context)
+                return records
+            finally:
+                batch.unpersist()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            counted = pool.submit(batch.count)
+            self._progress(f"batch {context.sequence}: writing a full read to {self.sinks[0].describe()}")
+            self.sinks[0].write(batch, context)
+            return int(counted.result())
 
     def run_continuously(self, *, interval: float, stop: threading.Event,
                          max_batches: int | None = None) -> list[BatchResult]:

@@ -89,7 +89,8 @@ def start_kafka(
     log = home / "kafka.log"
     if not (data_dir / "meta.properties").exists():
         format_command = java_command(
-            "kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(properties),
+            # one token: an id may start with "-", which the tool's parser would take for an option
+            "kafka.tools.StorageTool", "format", f"--cluster-id={new_cluster_id()}", "-c", str(properties),
             log4j=log4j, heap="256m",
         )
         result = subprocess.run(format_command, capture_output=True, text=True, timeout=timeout)

@@ -59,23 +59,24 @@ class KafkaSink:
                             for name, column in (("op", "op"), ("commit_time", "commit_time"),
                                                  ("completion_time", "completion_time"))))
         deleted = F.col("op") == "d"
+        key = F.col("record_key").cast("binary").alias("key")
         if self.format == "json":
             image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
             value: Column = F.to_json(image, JSON_OPTIONS)
             if self.tombstones:
                 value = F.when(deleted, F.lit(None).cast("string")).otherwise(value)
-            values = F.array(value)
-        else:
-            envelope = F.to_json(F.struct(
-                "before", "after", "op",
-                F.struct(F.lit("hudi").alias("connector"), F.lit(context.table_name).alias("table"),
-                         F.col("commit_time"), F.col("completion_time")).alias("source"),
-                instant_millis(F.col("completion_time")).alias("ts_ms"),
-            ), JSON_OPTIONS)
-            values = (F.when(deleted, F.array(envelope, F.lit(None).cast("string"))).otherwise(F.array(envelope))
-                      if self.tombstones else F.array(envelope))
-        return ordered.select(F.col("record_key").cast("binary").alias("key"),
-                              F.explode(values).alias("value"), headers.alias("headers"))
+            return ordered.select(key, value.alias("value"), headers.alias("headers"))
+        envelope = F.to_json(F.struct(
+            "before", "after", "op",
+            F.struct(F.lit("hudi").alias("connector"), F.lit(context.table_name).alias("table"),
+                     F.col("commit_time"), F.col("completion_time")).alias("source"),
+            instant_millis(F.col("completion_time")).alias("ts_ms"),
+        ), JSON_OPTIONS)
+        if not self.tombstones:
+            return ordered.select(key, envelope.alias("value"), headers.alias("headers"))
+        # Debezium follows a delete with a tombstone: two records from one change, in that order
+        values = F.when(deleted, F.array(envelope, F.lit(None).cast("string"))).otherwise(F.array(envelope))
+        return ordered.select(key, F.explode(values).alias("value"), headers.alias("headers"))
 
     def write(self, batch: DataFrame, context: BatchContext) -> None:
         rows = self.records(batch, context)
