@@ -187,16 +187,21 @@ def rows_of_txn(df: DataFrame) -> Counter[tuple[Any, ...]]:
     return Counter(tuple(r) for r in df.select("txn_id", "amount", "region").collect())
 
 
+# The probe's own high-water mark, VmHWM: ru_maxrss would carry over the RSS of the (large)
+# pytest process that spawned it, since Linux keeps it across exec.
 MEMORY_PROBE = """
-import json, resource, sys
+import json, sys
 from hudi_connect.server import connect
 from hudi_connect.spec import FileIndex
+def high_water_kb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 spark = connect(sys.argv[1])
 index = FileIndex(spark, sys.argv[2], use_metadata=False)
 index.definition()
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+baseline = high_water_kb()
 slices = sum(len(s.file_slices) for s in index.list_files_at())
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = high_water_kb()
 print(json.dumps({"slices": slices, "baseline_kb": baseline, "peak_kb": peak}))
 """
 
