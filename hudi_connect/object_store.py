@@ -105,9 +105,7 @@ def _execute(op: StorageOp) -> StorageResult:
     if op.kind == "copy":
         _, target = filesystem_for(op.text)
         if isinstance(filesystem, pafs.LocalFileSystem):
-            parent = target.rsplit("/", 1)[0]
-            os.makedirs(parent, exist_ok=True)
-            aside = f"{parent}/.{uuid.uuid4().hex}.tmp"
+            aside = _aside(target)
             filesystem.copy_file(path, aside)
             os.replace(aside, target)
         else:  # one CopyObject: the target appears whole
@@ -116,17 +114,26 @@ def _execute(op: StorageOp) -> StorageResult:
     raise ValueError(f"unknown storage op {op.kind!r}")
 
 
+def _aside(path: str) -> str:
+    """A hidden temporary name beside local ``path`` (its directory created), to be renamed or linked into place."""
+    parent = path.rsplit("/", 1)[0]
+    os.makedirs(parent, exist_ok=True)
+    return f"{parent}/.{uuid.uuid4().hex}.tmp"
+
+
+def _written_aside(path: str, data: bytes) -> str:
+    aside = _aside(path)
+    with open(aside, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    return aside
+
+
 def _put(filesystem: pafs.FileSystem, path: str, data: bytes) -> None:
     """Replace ``path`` atomically: an S3 PUT is; locally, write aside and rename."""
-    parent = path.rsplit("/", 1)[0]
     if isinstance(filesystem, pafs.LocalFileSystem):
-        os.makedirs(parent, exist_ok=True)
-        aside = f"{parent}/.{uuid.uuid4().hex}.tmp"
-        with open(aside, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(aside, path)
+        os.replace(_written_aside(path, data), path)
         return
     with filesystem.open_output_stream(path) as out:
         out.write(data)
@@ -134,13 +141,7 @@ def _put(filesystem: pafs.FileSystem, path: str, data: bytes) -> None:
 
 def _create_exclusive(uri: str, filesystem: pafs.FileSystem, path: str, data: bytes) -> bool:
     if isinstance(filesystem, pafs.LocalFileSystem):
-        parent = path.rsplit("/", 1)[0]
-        os.makedirs(parent, exist_ok=True)
-        aside = f"{parent}/.{uuid.uuid4().hex}.tmp"
-        with open(aside, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+        aside = _written_aside(path, data)
         try:
             os.link(aside, path)  # atomic, and fails when the name exists
             return True

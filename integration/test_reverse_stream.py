@@ -44,7 +44,7 @@ def new_table(spark: SparkSession, path: str, table_type: str) -> HudiTable:
 
 @pytest.mark.parametrize(("table_type", "seed"), [("COPY_ON_WRITE", 11), ("MERGE_ON_READ", 12)])
 def test_random_histories_reach_every_sink_exactly(
-    spark: SparkSession, local_base_path: str, s3a_base_path: str, tmp_path: object, kafka_endpoint: KafkaEndpoint,
+    spark: SparkSession, local_base_path: str, s3a_base_path: str, kafka_endpoint: KafkaEndpoint,
     kafka_topic: str, postgres_dsn: str, table_type: str, seed: int,
 ) -> None:
     # COW: table on the local disk, files on MinIO; MOR: table on MinIO, files on the local disk
@@ -113,7 +113,7 @@ def test_latest_mode_and_debezium_envelope(spark: SparkSession, local_base_path:
     assert update["source"]["table"] == table.properties.name and update["ts_ms"] > 0
 
 
-def test_two_runs_of_one_stream_never_both_advance(spark: SparkSession, s3a_base_path: str, tmp_path: object) -> None:
+def test_two_runs_of_one_stream_never_both_advance(spark: SparkSession, s3a_base_path: str) -> None:
     table = new_table(spark, s3a_base_path, "COPY_ON_WRITE")
     table.upsert(spark.createDataFrame([(1, "a", 1, "p1")], SCHEMA))
     first = ReverseStream(spark, s3a_base_path, "twin", [FileSink(spark, f"{s3a_base_path}-a")])

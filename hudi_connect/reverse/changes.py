@@ -37,6 +37,11 @@ def data_struct(image: Column, schema: StructType) -> Column:
     return F.when(image.isNull(), F.lit(None)).otherwise(F.struct(*(image[f].alias(f) for f in fields)))
 
 
+def row_image() -> Column:
+    """The row a sink keeping one row per key shows for a change: the before image of a delete, else the after."""
+    return F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after"))
+
+
 def record_key_column(properties: TableProperties, columns: list[str]) -> Column:
     """Hudi's record key of a row: the meta column, else what the key generator builds."""
     if "_hoodie_record_key" in columns:

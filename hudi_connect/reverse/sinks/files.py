@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from hudi_connect.errors import SinkError
 from hudi_connect.object_store import StorageOp, run_storage_ops
+from hudi_connect.reverse.changes import row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
 FileFormat = Literal["parquet", "json"]
@@ -40,8 +41,7 @@ def batch_directory(context: BatchContext) -> str:
 
 def flat_rows(batch: DataFrame) -> DataFrame:
     """op, record_key, commit and completion time, then the image's columns (before for deletes)."""
-    image = F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after"))
-    return batch.select("op", "record_key", "commit_time", "completion_time", image.alias("_image")).select(
+    return batch.select("op", "record_key", "commit_time", "completion_time", row_image().alias("_image")).select(
         "op", "record_key", "commit_time", "completion_time", "_image.*")
 
 

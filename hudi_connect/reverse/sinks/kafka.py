@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from hudi_connect.cdc.query import instant_millis
-from hudi_connect.reverse.changes import in_commit_order
+from hudi_connect.reverse.changes import in_commit_order, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
 KafkaFormat = Literal["json", "debezium"]
@@ -61,8 +61,7 @@ class KafkaSink:
         deleted = F.col("op") == "d"
         key = F.col("record_key").cast("binary").alias("key")
         if self.format == "json":
-            image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
-            value: Column = F.to_json(image, JSON_OPTIONS)
+            value: Column = F.to_json(row_image(), JSON_OPTIONS)
             if self.tombstones:
                 value = F.when(deleted, F.lit(None).cast("string")).otherwise(value)
             return ordered.select(key, value.alias("value"), headers.alias("headers"))

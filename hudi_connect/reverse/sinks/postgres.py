@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_connect.reverse.changes import latest_per_key
+from hudi_connect.reverse.changes import latest_per_key, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
 JSON_OPTIONS = {"ignoreNullFields": "false"}
@@ -172,7 +172,7 @@ class PostgresSink:
             raise ValueError(f"key columns {missing} are not columns of {context.base_path}")
         statements = MergeStatements.of(self.table, image, keys)
         rows = latest_per_key(batch).select(
-            "op", F.to_json(F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after")),
+            "op", F.to_json(row_image(),
                             JSON_OPTIONS).alias("row"))
         try:
             fence = BatchFence(context.stream, context.sequence, context.end_completion_time)
