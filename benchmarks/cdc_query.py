@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, timed
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 
 CONFIGURATIONS = (("COPY_ON_WRITE", "DATA_BEFORE_AFTER"), ("COPY_ON_WRITE", "OP_KEY_ONLY"),
                   ("MERGE_ON_READ", "DATA_BEFORE_AFTER"))

@@ -25,7 +25,7 @@ from side_by_side import hudi_and_plain_sessions, timed
 
 from hudi_connect.spec import FileIndex
 from hudi_connect.stack.minio import create_bucket, start_minio
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 
 SCHEMA = "id long, name string, part string, ts long"
 

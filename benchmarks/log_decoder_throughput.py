@@ -1,4 +1,4 @@
-"""Records per second of hudi_connect.log, against hudi-rs reading the same tables.
+"""Records per second of hudi_connect.format.log, against hudi-rs reading the same tables.
 
     python benchmarks/log_decoder_throughput.py [--records 100000] [--seconds 2]
 
@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hudi import HudiTableBuilder
 
-from hudi_connect.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
+from hudi_connect.format.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
 from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
 
 DATA_BLOCKS = (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA, LogBlockType.CDC_DATA)

@@ -36,17 +36,17 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from side_by_side import SCHEMA, generated_rows
 
+from hudi_connect.client.server import connect
+from hudi_connect.client.timeline_view import load_properties
 from hudi_connect.reverse import KafkaSink, ReverseStream
 from hudi_connect.reverse.changes import full_batch
 from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.sinks.kafka import PRODUCER_DEFAULTS
-from hudi_connect.server import connect
 from hudi_connect.stack.endpoints import KafkaEndpoint
 from hudi_connect.stack.kafka import start_kafka
 from hudi_connect.stack.spark_connect import start_spark_connect
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.topics import create_topic
-from hudi_connect.timeline_view import load_properties
 
 TARGET_RATIO = 0.8  # ours / raw, in records per second
 

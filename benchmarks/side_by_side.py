@@ -15,7 +15,7 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_connect.server import connect
+from hudi_connect.client.server import connect
 from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.stack.spark_connect import start_spark_connect
 

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, timed
 
 from hudi_connect.reader import TableReader
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 
 
 def fingerprint(df: DataFrame) -> int:

@@ -10,6 +10,7 @@ bash ci/setup.sh
 echo "[hudi-connect test] set-up took $(( $(date +%s) - start ))s"
 "$VENV/bin/ruff" check hudi_connect tests integration benchmarks
 "$VENV/bin/mypy" hudi_connect
+"$VENV/bin/lint-imports"  # the layers of ARCHITECTURE.md
 set +e
 "$VENV/bin/python" -m pytest "$@"
 status=$?

@@ -1,5 +1,6 @@
 """hudi-connect: Apache Hudi for Python users who reach Spark only through Spark Connect."""
 
+from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.errors import (
     HudiConnectError,
     InvalidInstantError,
@@ -14,10 +15,9 @@ from hudi_connect.errors import (
     UnsupportedTableVersionError,
     WriteFailedError,
 )
-from hudi_connect.server import connect, require_hudi_server
-from hudi_connect.table import HistoryEntry, HudiTable
-from hudi_connect.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
-from hudi_connect.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.table.hudi_table import HistoryEntry, HudiTable
 
 __version__ = "0.1.0"
 

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 
 def _demo(args: argparse.Namespace) -> None:
+    from hudi_connect.client.server import connect, require_hudi_server
     from hudi_connect.demo import run_demo
     from hudi_connect.local import local_hudi_server
-    from hudi_connect.server import connect, require_hudi_server
 
     path = args.path or tempfile.mkdtemp(prefix="hudi-connect-demo-") + "/trips"
     if args.remote:
@@ -39,7 +39,7 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _reverse_stream(args: argparse.Namespace) -> None:
-    from hudi_connect.server import connect
+    from hudi_connect.client.server import connect
 
     if not args.remote:
         from hudi_connect.local import local_hudi_server

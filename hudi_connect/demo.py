@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_connect.table_schema import META_COLUMNS
+from hudi_connect.format.table_schema import META_COLUMNS
 
 DEMO_SCHEMA = "id int, name string, city string, amount double, ts long"
 

@@ -21,20 +21,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from hudi_connect.artifacts import ship_package
-from hudi_connect.commit_metadata import CommitMetadata, latest_schema_json
+from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
-from hudi_connect.executor import SliceReadConfig, list_table_files, read_file_slices
-from hudi_connect.fs_view import FileSlice, StoredFile, valid_block_instants
-from hudi_connect.spec.expressions import Expression
+from hudi_connect.executor.slices import SliceReadConfig, list_table_files, read_file_slices
+from hudi_connect.executor.storage import join
+from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
+from hudi_connect.format.expressions import Expression
+from hudi_connect.format.fs_view import FileSlice, StoredFile, valid_block_instants
+from hudi_connect.format.spec_models import TableDefinition
+from hudi_connect.format.table_config import TableProperties
+from hudi_connect.format.table_schema import META_COLUMNS, record_schema
+from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 from hudi_connect.spec.file_index import FileIndex, TableState
-from hudi_connect.spec.models import TableDefinition
 from hudi_connect.spec.spark_columns import all_of
-from hudi_connect.storage import join
-from hudi_connect.table_config import TableProperties
-from hudi_connect.table_schema import META_COLUMNS, record_schema
-from hudi_connect.timeline import Instant, Timeline, validate_instant_time
-from hudi_connect.timeline_view import TimelineView
 
 SLICES_DDL = "partition string, file_id string, base_file string, log_files array<string>"
 IS_DELETED = "_hoodie_is_deleted"

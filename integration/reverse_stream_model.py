@@ -18,7 +18,7 @@ import psycopg
 from pyspark.sql import SparkSession
 
 from hudi_connect.reverse import FileSink
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.topics import KafkaRecord
 
 SCHEMA = "id int, v string, ts long, part string"

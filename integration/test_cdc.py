@@ -24,12 +24,12 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
+from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import col
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.compare import row_multiset
 from hudi_connect.testing.fixture_tables import unzip_fixture
-from hudi_connect.timeline import Instant
 
 SCHEMA = "id int, v string, ts long, part string"
 IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where each reader found a record, not what it is

@@ -20,12 +20,13 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.cdc import ChangeQuery
+from hudi_connect.client.server import connect
 from hudi_connect.errors import UnsupportedOperationError
+from hudi_connect.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
-from hudi_connect.server import connect
 from hudi_connect.stack.endpoints import MinioEndpoint
-from hudi_connect.table import HudiTable
-from hudi_connect.table_schema import META_COLUMNS
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.compare import arrow_multiset, row_multiset
 from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture, upload_table
 
@@ -48,6 +49,37 @@ def test_the_plain_server_python_lacks_hudi_connect(plain_server_url: str) -> No
     # A fresh session has no artifact, so this checks the server's own Python.
     fresh = connect(plain_server_url)
     assert fresh.range(1).mapInPandas(probe, "found boolean").collect()[0].found is False
+
+
+def test_plain_server_workers_import_only_the_worker_layers(plain_spark: SparkSession, tmp_path: Path) -> None:
+    # Reads, a change query and a listing run first, so the reused workers have imported what they need.
+    base = str(unzip_fixture("mor_avro_v6_trips_8i1u", tmp_path))
+    assert TableReader(plain_spark, base).snapshot().count() == 8  # hudi-rs's count
+    assert ChangeQuery(plain_spark, base).changes("earliest").count() == 9  # 8 inserts, 1 update
+    assert TableReader(plain_spark, base).list_files()
+
+    def probe(batches):  # type: ignore[no-untyped-def]
+        import importlib.util
+        import sys
+
+        import pandas as pd
+
+        for _ in batches:
+            loaded = sorted(m for m in sys.modules if m == "hudi_connect" or m.startswith("hudi_connect."))
+            spec = importlib.util.find_spec("hudi_connect")
+            client = [m for m in ("hudi_connect.reader", "hudi_connect.client", "hudi_connect.cdc")
+                      if importlib.util.find_spec(m) is not None]
+            yield pd.DataFrame({"origin": [spec.origin if spec else ""], "loaded": [",".join(loaded)],
+                                "client": [",".join(client)]})
+
+    rows = plain_spark.range(0, 8, 1, 8).mapInPandas(probe, "origin string, loaded string, client string").collect()
+    worker_layers = ("hudi_connect.format", "hudi_connect.executor")
+    for row in rows:
+        assert ".zip" in row.origin and "hudi_connect-" in row.origin, row.origin
+        assert row.client == ""
+        loaded = [m for m in row.loaded.split(",") if m]
+        assert all(m in ("hudi_connect", "hudi_connect.errors") or m.startswith(worker_layers) for m in loaded), loaded
+    assert any("hudi_connect.executor.slices" in row.loaded for row in rows), "no worker ran a read"
 
 
 @pytest.mark.parametrize("name", [n for n in FIXTURES if "no_metafields" not in n])

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from hudi_connect.errors import CheckpointConflictError, InvalidInstantError
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.stack.endpoints import KafkaEndpoint, PostgresEndpoint
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.topics import read_topic
 from integration.reverse_stream_model import (
     SCHEMA,

@@ -26,21 +26,21 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from hudi_connect.client.server import connect
 from hudi_connect.errors import SinkError
+from hudi_connect.format.timeline import Instant
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.reverse.changes import full_batch
 from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.streamer import PAUSE_BEFORE_CHECKPOINT_ENV
-from hudi_connect.server import connect
 from hudi_connect.stack.endpoints import KafkaEndpoint
 from hudi_connect.stack.kafka import start_kafka
 from hudi_connect.stack.minio import create_bucket, start_minio
 from hudi_connect.stack.postgres import start_postgres
 from hudi_connect.stack.process import free_port
 from hudi_connect.stack.spark_connect import start_spark_connect
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.topics import KafkaRecord, create_topic, read_topic
-from hudi_connect.timeline import Instant
 from integration.reverse_stream_model import SCHEMA, History, Row, kafka_changes, postgres_rows, replay_files
 
 REPO = Path(__file__).resolve().parents[1]

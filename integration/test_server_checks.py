@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
+from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.server import connect, require_hudi_server
 from hudi_connect.stack.endpoints import TOKEN_HEADER
 
 

@@ -13,8 +13,8 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import SparkSession
 
-from hudi_connect.table import HudiTable
-from hudi_connect.table_schema import META_COLUMNS
+from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.compare import arrow_multiset, row_multiset
 from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
 

@@ -33,8 +33,8 @@ from hypothesis.stateful import (
 )
 from pyspark.sql import SparkSession
 
-from hudi_connect.table import HudiTable
-from hudi_connect.timeline import Instant
+from hudi_connect.format.timeline import Instant
+from hudi_connect.table.hudi_table import HudiTable
 
 SCHEMA = "id int, v string, ts long, part string"
 KEYS = range(24)

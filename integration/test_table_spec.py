@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.format.expressions import Expression
+from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex, col, to_spark
-from hudi_connect.spec.expressions import Expression
 from hudi_connect.stack.endpoints import MinioEndpoint
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.fixture_tables import unzip_fixture, upload_table
-from hudi_connect.timeline import Instant
 
 METADATA_FIXTURES = ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite"]
 SCHEMA = "id int, v string, ts long, part string"
@@ -191,7 +191,7 @@ def rows_of_txn(df: DataFrame) -> Counter[tuple[Any, ...]]:
 # pytest process that spawned it, since Linux keeps it across exec.
 MEMORY_PROBE = """
 import json, sys
-from hudi_connect.server import connect
+from hudi_connect.client.server import connect
 from hudi_connect.spec import FileIndex
 def high_water_kb():
     with open("/proc/self/status") as status:

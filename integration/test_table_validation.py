@@ -22,7 +22,7 @@ from hudi_connect.errors import (
     UnsupportedOperationError,
     WriteFailedError,
 )
-from hudi_connect.table import HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 
 SCHEMA = "id int, v string, ts long, part string"
 

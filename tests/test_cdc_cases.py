@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hudi_connect.cdc.cases import CdcInferenceCase, infer_splits
 from hudi_connect.cdc.query import images_without_meta
-from hudi_connect.table_config import CdcLoggingMode
+from hudi_connect.format.table_config import CdcLoggingMode
 from hudi_connect.testing.fixture_tables import local_table_view, unzip_fixture
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hudi import HudiTableBuilder
 
-from hudi_connect.fs_view import BaseFile, LogFile, StoredFile, file_slices_at, parse_data_file
+from hudi_connect.format.fs_view import BaseFile, LogFile, StoredFile, file_slices_at, parse_data_file
 from hudi_connect.testing.fixture_tables import fixture_names, local_table_view, unzip_fixture
 
 

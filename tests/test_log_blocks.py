@@ -1,4 +1,4 @@
-"""Tests of hudi_connect.log, the pure-Python decoder of Hudi log files.
+"""Tests of hudi_connect.format.log, the pure-Python decoder of Hudi log files.
 
 Datasets: the real tables of shared/fixtures/hudi-rs-tables, written by Apache
 Hudi (see its README.md for each table's history):
@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hudi_connect.errors import HudiConnectError, LogDecodeError
-from hudi_connect.log import (
+from hudi_connect.format.log import (
     MAGIC,
     DeleteRecord,
     HeaderKey,
@@ -700,14 +700,14 @@ def test_package_imports_only_stdlib_pyarrow_and_fastavro() -> None:
         for module in _imports(source):
             top = module.split(".")[0]
             allowed = top in sys.stdlib_module_names or top in {"pyarrow", "fastavro"} or \
-                module == "hudi_connect.errors" or module.startswith("hudi_connect.log")
+                module == "hudi_connect.errors" or module.startswith("hudi_connect.format.log")
             assert allowed, f"{source.name} imports {module}"
     # Loaded without hudi_connect/__init__.py, as from a zip of just these modules, nothing else comes along.
     probe = (
         "import sys, types\n"
         f"package = types.ModuleType('hudi_connect'); package.__path__ = [{str(REPO / 'hudi_connect')!r}]\n"
         "sys.modules['hudi_connect'] = package\n"
-        "import hudi_connect.log\n"
+        "import hudi_connect.format.log\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'pyspark', 'pandas', 'py4j', 'grpc'}))\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

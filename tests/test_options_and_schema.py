@@ -13,11 +13,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from hudi_connect import options as opts
 from hudi_connect.errors import SchemaMismatchError
-from hudi_connect.options import TableSpec, WriteOperation
-from hudi_connect.schema_check import check_write_schema, ensure_columns, type_accepts
-from hudi_connect.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.table import options as opts
+from hudi_connect.table.options import TableSpec, WriteOperation
+from hudi_connect.table.schema_check import check_write_schema, ensure_columns, type_accepts
 
 
 def test_create_options_fix_keys_partitions_cdc_and_indexes() -> None:

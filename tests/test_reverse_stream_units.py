@@ -10,13 +10,14 @@ import pytest
 from pyspark.sql import types as T
 
 from hudi_connect.errors import HudiConnectError
-from hudi_connect.object_store import StorageOp, StorageResult, _execute
+from hudi_connect.executor.object_store import StorageOp, StorageResult, _execute
+from hudi_connect.executor.postgres import Connection, quote
+from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
 from hudi_connect.reverse.checkpoint import Checkpoint, claim_name, origin, validate_stream_name
 from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.sinks.files import _BATCH_DIRECTORY, FileSink, batch_directory
 from hudi_connect.reverse.sinks.kafka import KafkaSink
-from hudi_connect.reverse.sinks.postgres import Connection, MergeStatements, PostgresSink, postgres_type, quote
-from hudi_connect.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
+from hudi_connect.reverse.sinks.postgres import PostgresSink, merge_statements, postgres_type
 
 BEGIN = "20261122005911100"
 END_REQUESTED = "20261122005911202"
@@ -182,7 +183,7 @@ SCHEMA = T.StructType([
 
 
 def test_merge_statements() -> None:
-    sql = MergeStatements.of("serving", SCHEMA, ("id",))
+    sql = merge_statements("serving", SCHEMA, ("id",))
     assert sql.create.startswith('CREATE TABLE IF NOT EXISTS "serving" (')
     assert '"id" bigint' in sql.create and '"amount" numeric(10,2)' in sql.create and '"tags" jsonb' in sql.create
     assert sql.create.endswith('PRIMARY KEY ("id"))')
@@ -201,7 +202,7 @@ def test_merge_statements() -> None:
 
 
 def test_merge_statements_with_a_composite_key() -> None:
-    sql = MergeStatements.of("serving", SCHEMA, ("id", "name"))
+    sql = merge_statements("serving", SCHEMA, ("id", "name"))
     assert 'PRIMARY KEY ("id", "name")' in sql.create
     assert 'ON CONFLICT ("id", "name") DO UPDATE SET ' in sql.upsert
     assert '"name" = EXCLUDED' not in sql.upsert
@@ -210,13 +211,13 @@ def test_merge_statements_with_a_composite_key() -> None:
 
 def test_merge_statements_when_every_column_is_a_key() -> None:
     schema = T.StructType([T.StructField("a", T.StringType()), T.StructField("b", T.IntegerType())])
-    sql = MergeStatements.of("serving", schema, ("a", "b"))
+    sql = merge_statements("serving", schema, ("a", "b"))
     assert sql.upsert.endswith('ON CONFLICT ("a", "b") DO NOTHING')
     assert "DO UPDATE" not in sql.upsert
 
 
 def test_merge_statements_quote_each_part_of_a_qualified_table() -> None:
-    sql = MergeStatements.of("public.serving", SCHEMA, ("id",))
+    sql = merge_statements("public.serving", SCHEMA, ("id",))
     assert sql.create.startswith('CREATE TABLE IF NOT EXISTS "public"."serving" (')
     assert sql.upsert.startswith('INSERT INTO "public"."serving" ')
     assert 'NULL::"public"."serving"' in sql.upsert
@@ -433,7 +434,7 @@ def test_last_reads_the_highest_claim_and_skips_hidden_files(tmp_path: Path) -> 
 def test_ops_after_a_lost_create_are_skipped(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from hudi_connect.object_store import execute_ops
+    from hudi_connect.executor.object_store import execute_ops
 
     claim, published = tmp_path / "claim", tmp_path / "published"
     claim.write_text("the other run's")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from hudi_connect.client.server import REQUIRED_HUDI_CONFS, missing_hudi_confs
 from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.server import REQUIRED_HUDI_CONFS, missing_hudi_confs
 from hudi_connect.stack.endpoints import MinioEndpoint, PostgresEndpoint, SparkConnectEndpoint
 from hudi_connect.stack.kafka import new_cluster_id, render_server_properties
 from hudi_connect.stack.postgres import postgres_command

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
-from hudi_connect.executor import SliceReadConfig, read_slice
-from hudi_connect.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
-from hudi_connect.merge import KEY, ORD, SEQ, LogRecords, merge_slice
-from hudi_connect.table_schema import record_schema
+from hudi_connect.executor.slices import SliceReadConfig, read_slice
+from hudi_connect.format.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
+from hudi_connect.format.table_schema import record_schema
 from hudi_connect.testing.compare import arrow_multiset
 from hudi_connect.testing.fixture_tables import LocalTableView, fixture_names, local_table_view, unzip_fixture
 

@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_connect.fs_view import BaseFile, FileSlice
-from hudi_connect.spec.expressions import (
+from hudi_connect.format.expressions import (
     ColumnRange,
     Expression,
     col,
@@ -26,8 +25,9 @@ from hudi_connect.spec.expressions import (
     partition_may_match,
     stats_may_match,
 )
+from hudi_connect.format.fs_view import BaseFile, FileSlice
+from hudi_connect.format.spec_models import PartitionDescriptor
 from hudi_connect.spec.file_index import balanced_splits
-from hudi_connect.spec.models import PartitionDescriptor
 
 values = st.one_of(st.none(), st.integers(-5, 5))
 rows = st.lists(st.fixed_dictionaries({"a": values, "b": values}), min_size=1, max_size=8)

@@ -19,21 +19,21 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from hudi_connect.artifacts import ship_package
 from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
-from hudi_connect.cdc.events import SPLITS_DDL, change_events, event_schema
-from hudi_connect.commit_metadata import latest_schema_json
+from hudi_connect.client.artifacts import ship_package
 from hudi_connect.errors import InvalidInstantError
-from hudi_connect.executor import SliceReadConfig
-from hudi_connect.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.executor.cdc_events import SPLITS_DDL, change_events, event_schema
+from hudi_connect.executor.listing import PartitionFilter
+from hudi_connect.executor.slices import SliceReadConfig
+from hudi_connect.format.commit_metadata import latest_schema_json
+from hudi_connect.format.expressions import Expression
+from hudi_connect.format.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.format.table_config import CdcLoggingMode
+from hudi_connect.format.table_schema import META_COLUMNS, record_schema
+from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reader import TableReader
-from hudi_connect.spec.expressions import Expression
 from hudi_connect.spec.file_index import conjunction
-from hudi_connect.spec.listing import PartitionFilter
 from hudi_connect.spec.spark_columns import all_of
-from hudi_connect.table_config import CdcLoggingMode
-from hudi_connect.table_schema import META_COLUMNS, record_schema
-from hudi_connect.timeline import Instant, Timeline
 
 ChangeFormat = Literal["hudi", "typed", "debezium"]
 # Hudi writes every field of an image, nulls included

@@ -22,10 +22,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from hudi_connect.cdc.query import ChangeQuery
+from hudi_connect.format.table_config import TableProperties
+from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
-from hudi_connect.table_config import TableProperties
-from hudi_connect.table_schema import META_COLUMNS
-from hudi_connect.timeline import Instant
 
 StreamMode = Literal["changes", "latest"]
 BATCH_COLUMNS = ("op", "record_key", "commit_time", "completion_time", "before", "after")

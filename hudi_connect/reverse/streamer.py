@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import InvalidInstantError
+from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
 from hudi_connect.reverse.sink import BatchContext, Sink
-from hudi_connect.timeline import Instant, Timeline
-from hudi_connect.timeline_view import TimelineView, load_properties
 
 # Fault injection for the fault tests: seconds to wait between writing the sinks and checkpointing.
 PAUSE_BEFORE_CHECKPOINT_ENV = "HUDI_CONNECT_REVERSE_PAUSE_BEFORE_CHECKPOINT"

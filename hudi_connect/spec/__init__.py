@@ -1,8 +1,7 @@
 """The Table Spec API (RFC-64): table models, predicates and a lazy FileIndex."""
 
-from hudi_connect.spec.expressions import ColumnRange, Expression, col, fn, lit
-from hudi_connect.spec.file_index import FileIndex, ListingCounts, balanced_splits
-from hudi_connect.spec.models import (
+from hudi_connect.format.expressions import ColumnRange, Expression, col, fn, lit
+from hudi_connect.format.spec_models import (
     FileGroup,
     PartitionDescriptor,
     PartitionIncrementalSnapshot,
@@ -11,6 +10,7 @@ from hudi_connect.spec.models import (
     TableDefinition,
     TableId,
 )
+from hudi_connect.spec.file_index import FileIndex, ListingCounts, balanced_splits
 from hudi_connect.spec.record_index import RecordIndex
 from hudi_connect.spec.spark_columns import to_spark
 

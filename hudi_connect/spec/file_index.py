@@ -25,11 +25,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_connect.artifacts import ship_package
-from hudi_connect.commit_metadata import CommitMetadata, latest_schema_json
-from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
-from hudi_connect.spec.expressions import And, Expression
-from hudi_connect.spec.listing import (
+from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.timeline_view import TimelineView
+from hudi_connect.executor.listing import (
     LISTING_DDL,
     MATCH_DDL,
     PartitionFilter,
@@ -37,16 +35,23 @@ from hudi_connect.spec.listing import (
     list_storage,
     match_by_footer,
 )
-from hudi_connect.spec.metadata_reader import (
+from hudi_connect.executor.metadata_reader import (
     DataTimeline,
     MetadataSource,
     list_through_metadata,
     match_by_metadata_stats,
 )
-from hudi_connect.spec.models import PartitionIncrementalSnapshot, PartitionSnapshot, TableDefinition, slice_bytes
-from hudi_connect.table_schema import record_schema
-from hudi_connect.timeline import Instant, Timeline, validate_instant_time
-from hudi_connect.timeline_view import TimelineView
+from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
+from hudi_connect.format.expressions import And, Expression
+from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
+from hudi_connect.format.spec_models import (
+    PartitionIncrementalSnapshot,
+    PartitionSnapshot,
+    TableDefinition,
+    slice_bytes,
+)
+from hudi_connect.format.table_schema import record_schema
+from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 
 
 @dataclass

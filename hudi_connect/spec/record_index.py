@@ -14,11 +14,11 @@ from functools import partial
 
 from pyspark.sql import SparkSession
 
-from hudi_connect.artifacts import ship_package
+from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import UnsupportedOperationError
-from hudi_connect.metadata import RecordLocation
-from hudi_connect.spec.metadata_reader import LOCATION_DDL, DataTimeline, MetadataSource, locate
-from hudi_connect.timeline_view import TimelineView
+from hudi_connect.executor.metadata_reader import LOCATION_DDL, DataTimeline, MetadataSource, locate
+from hudi_connect.format.metadata import RecordLocation
 
 
 class RecordIndex:

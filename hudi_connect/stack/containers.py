@@ -20,7 +20,7 @@ import contextlib
 import secrets
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -105,22 +105,6 @@ def docker_available(timeout: float = PING_TIMEOUT) -> bool:
             client.close()
     except Exception:  # no SDK, no socket, refused, timed out: all mean "no engine"
         return False
-
-
-def remove_containers(ids: Sequence[str]) -> None:
-    """Force-remove containers and their anonymous volumes; ones already gone are skipped."""
-    if not ids:
-        return
-    import docker
-    from docker.errors import NotFound
-
-    client = docker.from_env()
-    try:
-        for container_id in ids:
-            with contextlib.suppress(NotFound):
-                client.api.remove_container(container_id, force=True, v=True)
-    finally:
-        client.close()
 
 
 def kafka_env(port: int, cluster_id: str) -> dict[str, str]:

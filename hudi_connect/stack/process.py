@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hudi_connect.errors import ServiceStartError
+from hudi_connect.stack.engine import remove_containers
 
 LOOPBACK = "127.0.0.1"
 
@@ -179,7 +180,4 @@ class RunningService:
     def stop(self) -> None:
         for process in reversed(self.processes):
             stop(process)
-        if self.containers:
-            from hudi_connect.stack.containers import remove_containers
-
-            remove_containers(self.containers)
+        remove_containers(self.containers)

@@ -11,11 +11,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
-from hudi_connect.fs_view import StoredFile, replaced_file_groups
+from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.format.fs_view import StoredFile, replaced_file_groups
+from hudi_connect.format.table_config import TableProperties, parse_java_properties
+from hudi_connect.format.timeline import Instant, Timeline, parse_instant_file_name
 from hudi_connect.stack.endpoints import MinioEndpoint
-from hudi_connect.table_config import TableProperties, parse_java_properties
-from hudi_connect.timeline import Instant, Timeline, parse_instant_file_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_connect.server import connect, require_hudi_server
+from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.stack.backend import Backend, choose_backend
 from hudi_connect.stack.endpoints import (
     KafkaEndpoint,

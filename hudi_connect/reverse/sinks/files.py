@@ -26,8 +26,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.errors import SinkError
-from hudi_connect.object_store import StorageOp, run_storage_ops
+from hudi_connect.executor.object_store import StorageOp
 from hudi_connect.reverse.changes import row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 

@@ -7,7 +7,7 @@ both whose record the commit wrote an update. This one rule gives what each
 of RFC-51's inference cases yields: new base files (all inserts), emptied or
 replaced file groups (all deletes), MOR log files against the previous slice,
 and COW rewrites. AS_IS splits whose ``.cdc`` files hold images are read from
-them instead (:mod:`hudi_connect.cdc.as_is`).
+them instead (:mod:`hudi_connect.executor.cdc_as_is`).
 
 Images leave the worker as Arrow structs of the record schema, never as Python
 objects: Spark turns them into JSON or typed columns. Imports only pyarrow and
@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_connect.cdc.as_is import aligned_images, before_after_events, before_only_events, cdc_records
-from hudi_connect.executor import COMMIT_TIME_COLUMN, SliceReadConfig, _align, _record_keys, read_slice
+from hudi_connect.executor.cdc_as_is import aligned_images, before_after_events, before_only_events, cdc_records
+from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, _align, _record_keys, read_slice
 
 SPLITS_DDL = (
     "instant string, completion_time string, partition string, file_id string, "

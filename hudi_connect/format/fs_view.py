@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from hudi_connect.commit_metadata import CommitMetadata
-from hudi_connect.timeline import Instant, Timeline
+from hudi_connect.format.commit_metadata import CommitMetadata
+from hudi_connect.format.timeline import Instant, Timeline
 
 _BASE_FILE = re.compile(r"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>\d{14,17})\.(?P<ext>parquet|orc|hfile)$")
 _LOG_FILE = re.compile(

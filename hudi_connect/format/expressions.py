@@ -1,7 +1,7 @@
 """Predicates of our own (RFC-64): an expression tree that becomes a Spark column and can
 be analysed to skip partitions and files.
 
-    from hudi_connect.spec.expressions import col, lit
+    from hudi_connect.format.expressions import col, lit
     predicate = (col("city") == "paris") & col("amount").between(10, 20) & ~col("name").is_null()
     df.where(to_spark(predicate))
 

@@ -20,10 +20,10 @@ The writer schema of a base file is in its file info (``schema``); an HFile
 log block carries it in its ``SCHEMA`` header (and in its HFile's file info).
 Hudi blanks the ``key`` field of the Avro value (the HFile key holds it),
 so the key is always taken from the cell. Deleted keys sit in delete blocks
-(:func:`hudi_connect.log.delete_records`).
+(:func:`hudi_connect.format.log.delete_records`).
 
 Decoding is per cell, so a lookup of a few keys decodes only their values.
-How records of one key combine is :mod:`hudi_connect.metadata.merge`.
+How records of one key combine is :mod:`hudi_connect.format.metadata.merge`.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from uuid import UUID
 import fastavro
 
 from hudi_connect.errors import MetadataTableError
-from hudi_connect.log.blocks import delete_records, rollback_target
-from hudi_connect.log.format import LogBlock, LogBlockType
-from hudi_connect.metadata.hfile import HFile, open_hfile
-from hudi_connect.metadata.keys import data_partition, secondary_index_key_parts
-from hudi_connect.metadata.values import unwrap_value
+from hudi_connect.format.log.blocks import delete_records, rollback_target
+from hudi_connect.format.log.format import LogBlock, LogBlockType
+from hudi_connect.format.metadata.hfile import HFile, open_hfile
+from hudi_connect.format.metadata.keys import data_partition, secondary_index_key_parts
+from hudi_connect.format.metadata.values import unwrap_value
 
 SCHEMA_FILE_INFO = "schema"
 """File info key of the Avro writer schema in Hudi's HFiles (``HoodieAvroHFileReaderImplBase.SCHEMA_KEY``)."""
@@ -88,7 +88,7 @@ class ColumnStats:
     """Statistics of one column of one data file (column_stats) or one partition (partition_stats).
 
     For column_stats, ``partition`` is None until resolved from the key (see
-    :func:`hudi_connect.metadata.merge.column_stats`); for partition_stats
+    :func:`hudi_connect.format.metadata.merge.column_stats`); for partition_stats
     ``file_name`` is None and ``partition`` is the data partition.
     """
 

@@ -7,7 +7,7 @@ malformed bytes become ``CORRUPT`` blocks, as in Hudi's own reader, or a
 
 Example::
 
-    from hudi_connect.log import LogBlockType, data_block_records, delete_records, read_log_blocks
+    from hudi_connect.format.log import LogBlockType, data_block_records, delete_records, read_log_blocks
 
     for block in read_log_blocks(log_path.read_bytes(), source=str(log_path)):
         if block.block_type is LogBlockType.AVRO_DATA:
@@ -16,9 +16,9 @@ Example::
             deleted = delete_records(block)
 """
 
-from hudi_connect.log.avro_records import avro_to_arrow_schema
-from hudi_connect.log.blocks import DeleteRecord, data_block_records, delete_records, rollback_target
-from hudi_connect.log.format import MAGIC, HeaderKey, LogBlock, LogBlockType, read_log_blocks
+from hudi_connect.format.log.avro_records import avro_to_arrow_schema
+from hudi_connect.format.log.blocks import DeleteRecord, data_block_records, delete_records, rollback_target
+from hudi_connect.format.log.format import MAGIC, HeaderKey, LogBlock, LogBlockType, read_log_blocks
 
 __all__ = [
     "MAGIC",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_connect.errors import HudiConnectError
-from hudi_connect.timeline import Instant
+from hudi_connect.format.timeline import Instant
 
 AVRO_MAGIC = b"Obj\x01"
 

@@ -1,6 +1,6 @@
 """Shipping hudi-connect's own code to the server's Python workers.
 
-The workers import :mod:`hudi_connect.executor` (and what it needs) from a
+The workers import :mod:`hudi_connect.executor.slices` (and what it needs) from a
 zip added to the session with ``addArtifacts(..., pyfile=True)``, so the
 server needs no install of ours. The zip is named by its content hash: a
 changed package is a new artifact, an unchanged one is shipped once per session.
@@ -17,26 +17,33 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-import hudi_connect
-
-PACKAGE_ROOT = Path(hudi_connect.__file__).parent
-# The harness and the table façade are client-side only.
-CLIENT_ONLY = ("stack", "testing")
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # hudi_connect/
+# What workers import: the two lower layers and the errors they raise.
+WORKER_PACKAGES = ("format", "executor")
+WORKER_MODULES = ("errors.py",)
+# In the zip, the package's __init__ is this stub: the real one imports the client API.
+WORKER_INIT = b'"""hudi-connect\'s worker artifact: the Hudi format and the executor functions only."""\n'
 
 _shipped: weakref.WeakKeyDictionary[SparkSession, str] = weakref.WeakKeyDictionary()
+
+
+def worker_sources() -> list[tuple[str, bytes]]:
+    """(name in the zip, content) of every module the workers may import, sorted."""
+    sources = [("hudi_connect/__init__.py", WORKER_INIT)]
+    for package in WORKER_PACKAGES:
+        for source in sorted((PACKAGE_ROOT / package).rglob("*.py")):
+            sources.append((f"hudi_connect/{source.relative_to(PACKAGE_ROOT).as_posix()}", source.read_bytes()))
+    sources += [(f"hudi_connect/{name}", (PACKAGE_ROOT / name).read_bytes()) for name in WORKER_MODULES]
+    return sorted(sources)
 
 
 def package_zip() -> Path:
     """A zip of the package's modules, cached in the temp directory under its content hash."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for source in sorted(PACKAGE_ROOT.rglob("*.py")):
-            relative = source.relative_to(PACKAGE_ROOT)
-            if relative.parts[0] in CLIENT_ONLY:
-                continue
+        for name, content in worker_sources():
             # a fixed timestamp keeps the bytes, and so the name, stable
-            info = zipfile.ZipInfo(f"hudi_connect/{relative.as_posix()}", date_time=(2020, 1, 1, 0, 0, 0))
-            archive.writestr(info, source.read_bytes())
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), content)
     content = buffer.getvalue()
     digest = hashlib.sha256(content).hexdigest()[:16]
     target = Path(tempfile.gettempdir()) / f"hudi_connect-{digest}.zip"

@@ -18,7 +18,7 @@ Like Hudi, a block whose size runs past the end of the file, disagrees with
 its reverse pointer or is not followed by another magic (or the end of the
 file) is a partial write: it is reported as a ``CORRUPT`` block spanning up to
 the next magic, and reading goes on from there. Only ``bytes`` are read here;
-the content is decoded on demand by :mod:`hudi_connect.log.blocks`.
+the content is decoded on demand by :mod:`hudi_connect.format.log.blocks`.
 """
 
 from __future__ import annotations

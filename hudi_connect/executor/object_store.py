@@ -3,11 +3,11 @@
 The client holds no storage credentials and Spark's file sources hide names
 starting with ``.`` or ``_`` (``.hoodie/.aux``, a sink's ``_SUCCESS``), so
 reverse-stream checkpoints and file-sink bookkeeping go through one task that
-uses :mod:`hudi_connect.storage` on the server. The one operation plain
+uses :mod:`hudi_connect.executor.storage` on the server. The one operation plain
 object stores lack, create-if-absent, uses ``os.link`` locally and S3's
 conditional ``PutObject`` (``If-None-Match: *``) remotely.
 
-    created = run_storage_ops(spark, [StorageOp("create", uri, text)])[0].ok
+    created = run_storage_ops(spark, [StorageOp("create", uri, text)])[0].ok   # client.remote_files
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -23,10 +23,10 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_connect.storage import filesystem_for
+from hudi_connect.executor.storage import filesystem_for
 
 OpKind = Literal["create", "put", "get", "list", "last", "delete", "copy"]
-_OPS_DDL = "op string"
+OPS_DDL = "op string"
 
 
 @dataclass(frozen=True)
@@ -46,17 +46,6 @@ class StorageResult:
     ok: bool  # create: created; get: found; others: done
     text: str = ""  # get: the content
     names: tuple[str, ...] = ()  # list: entry names (directories end with '/')
-
-
-def run_storage_ops(spark: Any, ops: Sequence[StorageOp]) -> list[StorageResult]:
-    """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok)."""
-    from hudi_connect.artifacts import ship_package
-
-    ship_package(spark)
-    request = json.dumps([asdict(op) for op in ops])
-    rows = spark.createDataFrame([(request,)], _OPS_DDL).mapInArrow(execute_ops, "result string").collect()
-    decoded = json.loads(rows[0].result)
-    return [StorageResult(r["ok"], r["text"], tuple(r["names"])) for r in decoded]
 
 
 def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

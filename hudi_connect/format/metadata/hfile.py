@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from hudi_connect.errors import HFileDecodeError
-from hudi_connect.metadata.hfile_blocks import (
+from hudi_connect.format.metadata.hfile_blocks import (
     CELL_LENGTHS,
     DATA_MAGIC,
     FILE_INFO_MAGIC,

@@ -1,6 +1,6 @@
 """The blocks of an HFile v3 and the structures in them: trailer, block indexes, file info.
 
-The layout is described in :mod:`hudi_connect.metadata.hfile`, which opens
+The layout is described in :mod:`hudi_connect.format.metadata.hfile`, which opens
 files with these readers. They mirror ``HFileTrailer``, ``HFileBlock``,
 ``HFileRootIndexBlock``, ``HFileLeafIndexBlock`` and ``HFileFileInfoBlock``
 of hudi-io, and read big-endian Java integers, Hadoop vlongs and the few

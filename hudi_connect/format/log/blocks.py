@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_connect.errors import LogDecodeError
-from hudi_connect.log.avro_records import avro_to_arrow_schema, decode_avro_data_content
-from hudi_connect.log.format import HeaderKey, LogBlock, LogBlockType
+from hudi_connect.format.log.avro_records import avro_to_arrow_schema, decode_avro_data_content
+from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType
 
 # HoodieCommandBlock.HoodieCommandBlockTypeEnum: the header holds the ordinal, ROLLBACK_BLOCK is the only one.
 ROLLBACK_COMMAND = "0"

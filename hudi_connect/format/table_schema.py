@@ -7,7 +7,7 @@ import json
 
 import pyarrow as pa
 
-from hudi_connect.log.avro_records import avro_to_arrow_schema
+from hudi_connect.format.log.avro_records import avro_to_arrow_schema
 
 META_COLUMNS = (
     "_hoodie_commit_time",

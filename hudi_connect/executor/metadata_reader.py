@@ -21,10 +21,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_connect.executor import listing_batch
-from hudi_connect.fs_view import FileSlice, StoredFile, file_slices_at
-from hudi_connect.log.format import LogBlock, read_log_blocks
-from hudi_connect.metadata import (
+from hudi_connect.executor.listing import MATCH_SCHEMA, PartitionFilter, list_storage
+from hudi_connect.executor.slices import listing_batch
+from hudi_connect.executor.storage import filesystem_for, join, read_bytes
+from hudi_connect.format.expressions import ColumnRange, Expression, stats_may_match
+from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at
+from hudi_connect.format.log.format import LogBlock, read_log_blocks
+from hudi_connect.format.metadata import (
     ColumnStats,
     MetadataEntry,
     column_stats,
@@ -36,10 +39,7 @@ from hudi_connect.metadata import (
     partition_files,
     record_locations,
 )
-from hudi_connect.spec.expressions import ColumnRange, Expression, stats_may_match
-from hudi_connect.spec.listing import MATCH_SCHEMA, PartitionFilter, list_storage
-from hudi_connect.storage import filesystem_for, join, read_bytes
-from hudi_connect.timeline import Action, Timeline, parse_instant_file_name
+from hudi_connect.format.timeline import Action, Timeline, parse_instant_file_name
 
 METADATA_DIR = ".hoodie/metadata"
 # data-table actions that write a metadata deltacommit of the same instant time

@@ -8,8 +8,8 @@ Malformed input raises :class:`~hudi_connect.errors.HFileDecodeError` or
 Example: the files of a data table's partitions, from the latest file slice
 of the metadata table's ``files`` partition::
 
-    from hudi_connect.log import read_log_blocks
-    from hudi_connect.metadata import hfile_records, log_entries, merge_entries, partition_files
+    from hudi_connect.format.log import read_log_blocks
+    from hudi_connect.format.metadata import hfile_records, log_entries, merge_entries, partition_files
 
     entries = list(hfile_records(base_bytes, instant_time=base_instant))
     blocks = [block for data in log_bytes for block in read_log_blocks(data)]
@@ -17,9 +17,9 @@ of the metadata table's ``files`` partition::
     files = partition_files(merge_entries(entries))  # {'region=us': PartitionFiles(...), ...}
 """
 
-from hudi_connect.metadata.hfile import HFile, lookup, open_hfile, read_hfile
-from hudi_connect.metadata.hfile_blocks import BlockIndexEntry, HFileCompression, HFileTrailer
-from hudi_connect.metadata.keys import (
+from hudi_connect.format.metadata.hfile import HFile, lookup, open_hfile, read_hfile
+from hudi_connect.format.metadata.hfile_blocks import BlockIndexEntry, HFileCompression, HFileTrailer
+from hudi_connect.format.metadata.keys import (
     ALL_PARTITIONS_KEY,
     NON_PARTITIONED_NAME,
     bloom_filter_key,
@@ -29,7 +29,7 @@ from hudi_connect.metadata.keys import (
     partition_stats_key,
     secondary_index_key,
 )
-from hudi_connect.metadata.merge import (
+from hudi_connect.format.metadata.merge import (
     all_partitions,
     column_stats,
     merge_column_stats,
@@ -39,7 +39,7 @@ from hudi_connect.metadata.merge import (
     record_locations,
     secondary_index_entries,
 )
-from hudi_connect.metadata.records import (
+from hudi_connect.format.metadata.records import (
     BloomFilterEntry,
     ColumnStats,
     MetadataDelete,
@@ -56,7 +56,7 @@ from hudi_connect.metadata.records import (
     hfile_records,
     log_entries,
 )
-from hudi_connect.metadata.values import ValueType, unwrap_value
+from hudi_connect.format.metadata.values import ValueType, unwrap_value
 
 __all__ = [
     "ALL_PARTITIONS_KEY",

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from hudi_connect import remote_files
-from hudi_connect.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.client import remote_files
 from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
-from hudi_connect.table_config import TableProperties, parse_java_properties
-from hudi_connect.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
+from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.format.table_config import TableProperties, parse_java_properties
+from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
 
 
 def load_properties(spark: SparkSession, path: str) -> TableProperties:

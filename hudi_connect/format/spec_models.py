@@ -1,6 +1,6 @@
 """RFC-64's table models: what an engine needs to plan a read, without Hudi's internals.
 
-File slices are :class:`hudi_connect.fs_view.FileSlice` (an optional base file
+File slices are :class:`hudi_connect.format.fs_view.FileSlice` (an optional base file
 and the log files after it); these models group them by partition and say at
 which instants they were taken.
 """
@@ -17,8 +17,8 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
-from hudi_connect.fs_view import FileSlice
-from hudi_connect.table_config import TableProperties, TableType
+from hudi_connect.format.fs_view import FileSlice
+from hudi_connect.format.table_config import TableProperties, TableType
 
 # Hive's name for a NULL partition value; Hudi writes it for null partition columns.
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"

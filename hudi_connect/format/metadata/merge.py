@@ -26,8 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from hudi_connect.errors import MetadataTableError
-from hudi_connect.metadata.keys import ALL_PARTITIONS_KEY, COLUMN_HASH_LENGTH, partition_hash
-from hudi_connect.metadata.records import (
+from hudi_connect.format.metadata.keys import ALL_PARTITIONS_KEY, COLUMN_HASH_LENGTH, partition_hash
+from hudi_connect.format.metadata.records import (
     ColumnStats,
     MetadataDelete,
     MetadataEntry,

@@ -21,9 +21,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from hudi_connect import options as opts
-from hudi_connect import remote_files
-from hudi_connect.commit_metadata import CommitMetadata
+from hudi_connect.client import remote_files
+from hudi_connect.client.server import require_hudi_server
+from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import (
     InvalidInstantError,
     SinkError,
@@ -31,18 +31,18 @@ from hudi_connect.errors import (
     UnsupportedOperationError,
     WriteFailedError,
 )
-from hudi_connect.options import TableSpec, WriteOperation
-from hudi_connect.schema_check import check_write_schema, ensure_columns, ensure_no_null_keys
-from hudi_connect.server import require_hudi_server
-from hudi_connect.table_config import (
+from hudi_connect.format.commit_metadata import CommitMetadata
+from hudi_connect.format.table_config import (
     CdcLoggingMode,
     MetadataPartition,
     TableProperties,
     TableType,
 )
-from hudi_connect.table_schema import META_COLUMNS
-from hudi_connect.timeline import Instant, Timeline, validate_instant_time
-from hudi_connect.timeline_view import TimelineView, load_properties
+from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.table import options as opts
+from hudi_connect.table.options import TableSpec, WriteOperation
+from hudi_connect.table.schema_check import check_write_schema, ensure_columns, ensure_no_null_keys
 
 if TYPE_CHECKING:
     from hudi_connect.reverse.changes import StreamMode

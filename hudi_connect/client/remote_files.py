@@ -8,12 +8,16 @@ only visible names can be listed this way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+
+from hudi_connect.client.artifacts import ship_package
+from hudi_connect.executor.object_store import OPS_DDL, StorageOp, StorageResult, execute_ops
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,12 @@ def path_exists(spark: SparkSession, path: str) -> bool:
             return False
         raise
     return True
+
+
+def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[StorageResult]:
+    """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok)."""
+    ship_package(spark)
+    request = json.dumps([asdict(op) for op in ops])
+    rows = spark.createDataFrame([(request,)], OPS_DDL).mapInArrow(execute_ops, "result string").collect()
+    decoded = json.loads(rows[0].result)
+    return [StorageResult(r["ok"], r["text"], tuple(r["names"])) for r in decoded]

@@ -16,10 +16,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_connect.executor import SliceReadConfig, _record_keys
-from hudi_connect.log.blocks import data_block_records
-from hudi_connect.log.format import LogBlockType, read_log_blocks
-from hudi_connect.storage import join, read_bytes
+from hudi_connect.executor.slices import SliceReadConfig, _record_keys
+from hudi_connect.executor.storage import join, read_bytes
+from hudi_connect.format.log.blocks import data_block_records
+from hudi_connect.format.log.format import LogBlockType, read_log_blocks
 
 Events = tuple[pa.Array, pa.Array, pa.StructArray, pa.StructArray]  # ops, record keys, before, after images
 

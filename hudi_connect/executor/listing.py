@@ -15,10 +15,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_connect.executor import data_files, listing_batch
-from hudi_connect.spec.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
-from hudi_connect.spec.models import PartitionDescriptor
-from hudi_connect.storage import filesystem_for, join
+from hudi_connect.executor.slices import data_files, listing_batch
+from hudi_connect.executor.storage import filesystem_for, join
+from hudi_connect.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
+from hudi_connect.format.spec_models import PartitionDescriptor
 
 LISTING_DDL = "partition string, name string, size long"
 MATCH_DDL = "partition string, name string, may_match boolean"

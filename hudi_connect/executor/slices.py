@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from hudi_connect.log.blocks import data_block_records, delete_records, rollback_target
-from hudi_connect.log.format import LogBlockType, read_log_blocks
-from hudi_connect.merge import KEY, ORD, SEQ, LogRecords, merge_slice
-from hudi_connect.storage import filesystem_for, join, read_bytes
+from hudi_connect.executor.storage import filesystem_for, join, read_bytes
+from hudi_connect.format.log.blocks import data_block_records, delete_records, rollback_target
+from hudi_connect.format.log.format import LogBlockType, read_log_blocks
+from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
 
 LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
 SLICE_SCHEMA = pa.schema([
