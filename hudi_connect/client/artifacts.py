@@ -43,7 +43,9 @@ def package_zip() -> Path:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, content in worker_sources():
             # a fixed timestamp keeps the bytes, and so the name, stable
-            archive.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), content)
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo is stored uncompressed unless told
+            archive.writestr(info, content)
     content = buffer.getvalue()
     digest = hashlib.sha256(content).hexdigest()[:16]
     target = Path(tempfile.gettempdir()) / f"hudi_connect-{digest}.zip"
