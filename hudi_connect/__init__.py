@@ -12,6 +12,7 @@ from hudi_connect.errors import (
     TableExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
+    UnsupportedTableFeatureError,
     UnsupportedTableVersionError,
     WriteFailedError,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "TableType",
     "Timeline",
     "UnsupportedOperationError",
+    "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
     "WriteFailedError",
     "__version__",

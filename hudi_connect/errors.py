@@ -49,6 +49,25 @@ class UnsupportedTableVersionError(HudiConnectError):
     """The table's version (``hoodie.table.version``) is one hudi-connect cannot read."""
 
 
+class UnsupportedTableFeatureError(HudiConnectError):
+    """The table uses a feature the jar-free readers do not fully implement (a base file format, a key
+    generator, a merge mode, ...). Raised instead of reading, so no answer is ever guessed.
+
+    ``feature`` names it, ``property`` is where the table declares it (a ``hoodie.properties`` key, a
+    commit metadata key, a log block header or a file name) and ``value`` is what the table says.
+    """
+
+    def __init__(self, feature: str, property: str, value: str, *, where: str = "the table", detail: str = "") -> None:
+        self.feature = feature
+        self.property = property
+        self.value = value
+        message = (f"{where} uses {feature} ({property}={value}), which hudi-connect's readers do not implement; "
+                   "read it through Hudi on a Hudi Connect server (HudiTable) instead")
+        if detail:
+            message += f". {detail}"
+        super().__init__(message)
+
+
 class InvalidInstantError(HudiConnectError):
     """An instant or instant range that is malformed or not on the table's timeline."""
 
@@ -103,6 +122,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "UnsupportedOperationError",
+    "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
     "WriteFailedError",
 ]

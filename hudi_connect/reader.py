@@ -31,6 +31,12 @@ from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, valid_block_instants
 from hudi_connect.format.spec_models import TableDefinition
 from hudi_connect.format.table_config import TableProperties
+from hudi_connect.format.table_features import (
+    KeyEncoding,
+    MergeMode,
+    check_timeline_readable,
+    record_key_encoding,
+)
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
 from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 from hudi_connect.spec.file_index import FileIndex, TableState
@@ -67,7 +73,13 @@ class TableReader:
         self._spark = spark
         self._base_path = base_path.rstrip("/")
         self.view = TimelineView.open(spark, self._base_path)
-        self.index = FileIndex(spark, self._base_path, self.view)
+        self.index = FileIndex(spark, self._base_path, self.view)  # refuses what the readers do not implement
+
+    @property
+    def key_encoding(self) -> KeyEncoding:
+        """How record keys are spelled where they are built from data (tables without meta fields)."""
+        encoding, _ = record_key_encoding(self.view.properties)
+        return encoding or KeyEncoding.VALUE_ONLY  # only MOR tables need it exactly; FileIndex refused those
 
     @property
     def properties(self) -> TableProperties:
@@ -124,7 +136,8 @@ class TableReader:
                 output_schema=plan.record_schema,
                 record_key_fields=props.record_key_fields,
                 ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
-                event_time_ordering=props.record_merge_mode != "COMMIT_TIME_ORDERING",
+                event_time_ordering=self.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
+                field_prefixed_keys=self.key_encoding is KeyEncoding.FIELD_PREFIXED,
                 valid_instants=valid_block_instants(timeline, as_of),
                 commit_times=plan.commit_times,
             )
@@ -149,6 +162,7 @@ class TableReader:
               predicates: Sequence[Expression] = (), *, read_optimized: bool = False) -> tuple[DataFrame, ReadPlan]:
         timeline = self.view.timeline()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
+        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
         plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates)
         if read_optimized:  # base files only: what compaction has merged so far
             bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)

@@ -29,6 +29,7 @@ from hudi_connect.format.commit_metadata import latest_schema_json
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.format.table_config import CdcLoggingMode
+from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_timeline_readable
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
 from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reader import TableReader
@@ -76,6 +77,7 @@ class ChangeQuery:
         view = self._reader.view
         props = view.properties
         metadata = view.commit_metadata(commits)
+        check_timeline_readable(view.timeline(), metadata, where=f"the table at {self._base_path}")
         schema_json = self._record_schema_json(commits)
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
         keep = PartitionFilter(props.partition_fields, arrow_schema, props.hive_style_partitioning,
@@ -103,7 +105,8 @@ class ChangeQuery:
         config = SliceReadConfig(
             base_uri=self._base_path, output_schema=arrow_schema, record_key_fields=props.record_key_fields,
             ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
-            event_time_ordering=props.record_merge_mode != "COMMIT_TIME_ORDERING",
+            event_time_ordering=self._reader.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
+            field_prefixed_keys=self._reader.key_encoding is KeyEncoding.FIELD_PREFIXED,
             valid_instants=frozenset(),
         )
         # one task per split keeps file groups apart; unique rows, so repartition spreads them

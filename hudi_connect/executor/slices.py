@@ -16,9 +16,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.storage import filesystem_for, join, read_bytes
 from hudi_connect.format.log.blocks import data_block_records, delete_records, rollback_target
-from hudi_connect.format.log.format import LogBlockType, read_log_blocks
+from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
 from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
 
 LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
@@ -75,6 +76,7 @@ class SliceReadConfig:
     valid_instants: frozenset[str]  # blocks of other instants are ignored (HUDI-2285)
     writer_schema_json: str | None = None  # Avro schema to read log records with
     commit_times: frozenset[str] | None = None  # incremental reads keep only these _hoodie_commit_time
+    field_prefixed_keys: bool = False  # keys built from data read "f:v" even for one field (KeyEncoding)
 
 
 def _align(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -92,10 +94,14 @@ def _align(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
     if RECORD_KEY_COLUMN in table.column_names:
         return table[RECORD_KEY_COLUMN].combine_chunks()
-    if len(config.record_key_fields) == 1:
+    if len(config.record_key_fields) == 1 and not config.field_prefixed_keys:
         return table[config.record_key_fields[0]].cast(pa.string()).combine_chunks()
-    # ComplexKeyGenerator's key: "field1:value1,field2:value2"
-    parts = [pc.binary_join_element_wise(f"{f}:", table[f].cast(pa.string()), "") for f in config.record_key_fields]
+    # KeyGenerator.constructRecordKey: "field1:value1,field2:value2", nulls as __null__, "" as __empty__
+    parts = []
+    for name in config.record_key_fields:
+        text = table[name].cast(pa.string())
+        text = pc.if_else(pc.equal(text, ""), "__empty__", text)
+        parts.append(pc.binary_join_element_wise(f"{name}:", pc.fill_null(text, "__null__"), ""))
     return pc.binary_join_element_wise(*parts, ",").combine_chunks()
 
 
@@ -116,12 +122,24 @@ def _ordering_type(config: SliceReadConfig) -> pa.DataType:
     return pa.int64()
 
 
+def refuse_unsupported_block(block: LogBlock, uri: str) -> None:
+    """Raise for a log block whose headers ask for a merge the readers do not implement."""
+    if block.headers.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
+        raise UnsupportedTableFeatureError("partial-update log blocks (a block holds only the updated columns)",
+                                           "log block header IS_PARTIAL", "true", where=uri)
+    if block.headers.get(HeaderKey.COMPACTED_BLOCK_TIMES):
+        raise UnsupportedTableFeatureError("log compaction (a block that replaces the blocks it merged)",
+                                           "log block header COMPACTED_BLOCK_TIMES",
+                                           block.headers[HeaderKey.COMPACTED_BLOCK_TIMES], where=uri)
+
+
 def _read_logs(config: SliceReadConfig, partition: str, log_files: list[str], ord_type: pa.DataType) -> LogRecords:
     blocks = []
     rolled_back: set[str] = set()
     for name in log_files:
         uri = join(config.base_uri, partition, name)
         for block in read_log_blocks(read_bytes(uri), source=uri):
+            refuse_unsupported_block(block, uri)
             if block.block_type is LogBlockType.COMMAND:
                 target = rollback_target(block)
                 if target:

@@ -27,10 +27,15 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.format.commit_metadata import CommitMetadata
 from hudi_connect.format.timeline import Instant, Timeline
 
-_BASE_FILE = re.compile(r"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>\d{14,17})\.(?P<ext>parquet|orc|hfile)$")
+# hfile: the metadata table's base files (a data table of HFile base files is refused by its properties)
+_BASE_FILE = re.compile(r"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>\d{14,17})\.(?P<ext>parquet|hfile)$")
+# Named like a base file but of another format (orc, lance, ...), or an RFC-103 native log file.
+_OTHER_BASE_FILE = re.compile(r"^[^.][^_]*_[^_]+_\d{14,17}\.(?P<ext>[A-Za-z0-9]+)$")
+_NATIVE_LOG_FILE = re.compile(r"\.(?P<kind>log|deletes)\.(?P<ext>parquet)$")
 _LOG_FILE = re.compile(
     r"^\.(?P<file_id>.+)_(?P<instant>\d{14,17})\.log\.(?P<version>\d+)(?:_(?P<token>[^.]+))?(?P<cdc>\.cdc)?$"
 )
@@ -81,7 +86,8 @@ class StoredFile:
 
 
 def parse_data_file(file: StoredFile) -> BaseFile | LogFile | None:
-    """A base or log file of a file group; None for anything else (partition metadata, crc files)."""
+    """A base or log file of a file group; None for anything else (partition metadata, crc files).
+    A data file of a format the readers do not read is refused, never skipped."""
     base = _BASE_FILE.match(file.name)
     if base is not None:
         return BaseFile(file.partition, base["file_id"], base["instant"], file.name, file.size)
@@ -91,6 +97,15 @@ def parse_data_file(file: StoredFile) -> BaseFile | LogFile | None:
             file.partition, log["file_id"], log["instant"], int(log["version"]), log["token"] or "",
             file.name, file.size, bool(log["cdc"]),
         )
+    other = _OTHER_BASE_FILE.match(file.name)
+    if other is not None and other["ext"].lower() != "crc":  # Hadoop checksums of base files
+        raise UnsupportedTableFeatureError(f"{other['ext'].title()} base files", "base file", file.name,
+                                           where=f"partition '{file.partition}'",
+                                           detail="only Parquet base files are read")
+    native = _NATIVE_LOG_FILE.search(file.name)
+    if native is not None and not file.name.endswith(".crc"):
+        raise UnsupportedTableFeatureError("native Parquet log files (RFC-103)", "log file", file.name,
+                                           where=f"partition '{file.partition}'")
     return None
 
 

@@ -50,6 +50,7 @@ from hudi_connect.format.spec_models import (
     TableDefinition,
     slice_bytes,
 )
+from hudi_connect.format.table_features import check_readable, check_timeline_readable
 from hudi_connect.format.table_schema import record_schema
 from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 
@@ -87,6 +88,7 @@ class FileIndex:
         self._spark = spark
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
+        self.merge_mode = check_readable(self.view.properties, where=f"the table at {self._base_path}")
         self.use_metadata = use_metadata
         self.counts = ListingCounts()
 
@@ -106,6 +108,7 @@ class FileIndex:
         timeline = self.view.timeline()
         commits = list(timeline.write_commits())
         metadata = self.view.commit_metadata(commits)
+        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
         schema_json = latest_schema_json(commits, metadata)
         props = self.view.properties
         schema = record_schema(schema_json, meta_fields=props.populate_meta_fields) if schema_json else pa.schema([])

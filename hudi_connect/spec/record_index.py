@@ -19,6 +19,7 @@ from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import UnsupportedOperationError
 from hudi_connect.executor.metadata_reader import LOCATION_DDL, DataTimeline, MetadataSource, locate
 from hudi_connect.format.metadata import RecordLocation
+from hudi_connect.format.table_features import check_readable
 
 
 class RecordIndex:
@@ -26,6 +27,7 @@ class RecordIndex:
         self._spark = spark
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
+        check_readable(self.view.properties, where=f"the table at {self._base_path}")
         if "record_index" not in self.view.properties.metadata_partitions:
             raise UnsupportedOperationError(
                 f"{base_path} has no record index: write it with hoodie.metadata.record.index.enable=true")

@@ -1,0 +1,206 @@
+"""What the jar-free readers refuse, by name: one test per refusal, each starting from a real table's
+``hoodie.properties`` (the shared fixtures, written by Hudi) with one property changed; and the merge
+mode each real table resolves to."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pyarrow as pa
+import pytest
+
+from hudi_connect.errors import UnsupportedTableFeatureError
+from hudi_connect.executor.slices import SliceReadConfig, _record_keys, refuse_unsupported_block
+from hudi_connect.format.commit_metadata import CommitMetadata
+from hudi_connect.format.fs_view import StoredFile, parse_data_file
+from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType
+from hudi_connect.format.table_config import TableProperties, parse_java_properties
+from hudi_connect.format.table_features import (
+    KeyEncoding,
+    MergeMode,
+    check_commit_readable,
+    check_readable,
+    check_timeline_readable,
+    record_key_encoding,
+    unsupported_features,
+)
+from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.testing.fixture_tables import fixture_names, fixtures_dir
+
+
+def fixture_properties(name: str) -> dict[str, str]:
+    with zipfile.ZipFile(fixtures_dir() / f"{name}.zip") as archive:
+        member = next(n for n in archive.namelist()
+                      if n.endswith(".hoodie/hoodie.properties") and "/metadata/" not in n and "__MACOSX" not in n)
+        return parse_java_properties(archive.read(member).decode())
+
+
+def props_of(name: str, **changes: str | None) -> TableProperties:
+    raw = fixture_properties(name)
+    for key, value in changes.items():
+        key = key.replace("__", ".")
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    return TableProperties.from_properties(raw)
+
+
+V6_MOR, V8_COW, V9_MOR = "mor_avro_v6_trips_8i1u", "cow_v8_simplekeygen_nonhivestyle", "mor_avro_v9_txns_simple_nometa"
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_every_shared_fixture_is_readable(name: str) -> None:
+    check_readable(TableProperties.from_properties(fixture_properties(name)))
+
+
+@pytest.mark.parametrize(("name", "mode"), [
+    # version 6: the payload class decides; OverwriteWithLatestAvroPayload is commit-time ordering
+    ("mor_avro_v6_trips_8i1u", MergeMode.COMMIT_TIME_ORDERING),
+    ("cow_v6_nonpartitioned", MergeMode.EVENT_TIME_ORDERING),  # no payload, an ordering field: Default payload
+    ("cow_v8_nonpartitioned", MergeMode.EVENT_TIME_ORDERING),
+    ("mor_avro_v9_txns_simple_nometa", MergeMode.EVENT_TIME_ORDERING),
+])
+def test_merge_mode_of_real_tables(name: str, mode: MergeMode) -> None:
+    assert check_readable(TableProperties.from_properties(fixture_properties(name))) is mode
+
+
+def test_merge_mode_rules_by_version() -> None:
+    assert check_readable(props_of(V9_MOR, hoodie__record__merge__mode="COMMIT_TIME_ORDERING")) \
+        is MergeMode.COMMIT_TIME_ORDERING
+    no_ordering = props_of(V9_MOR, hoodie__record__merge__mode=None, hoodie__table__ordering__fields=None,
+                           hoodie__table__precombine__field=None)
+    assert check_readable(no_ordering) is MergeMode.COMMIT_TIME_ORDERING
+    # v6: the payload class wins over the strategy id (it was only 0.x's default)
+    default_payload = props_of(V6_MOR, hoodie__compaction__payload__class=(
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload"))
+    assert check_readable(default_payload) is MergeMode.EVENT_TIME_ORDERING
+
+
+REFUSALS = [
+    # (fixture, {property: value}, words the error must name)
+    (V9_MOR, {"hoodie.table.base.file.format": "LANCE"}, ["Lance base files", "LANCE"]),
+    (V9_MOR, {"hoodie.table.base.file.format": "ORC"}, ["Orc base files", "ORC"]),
+    (V9_MOR, {"hoodie.table.base.file.format": "HFILE"}, ["Hfile base files"]),
+    (V9_MOR, {"hoodie.table.multiple.base.file.formats.enable": "true"}, ["several formats"]),
+    (V9_MOR, {"hoodie.table.log.file.format": "PARQUET"}, ["log files of another format"]),
+    (V9_MOR, {"hoodie.table.format": "iceberg"}, ["table format plug-in", "iceberg"]),
+    (V9_MOR, {"hoodie.timeline.layout.version": "1"}, ["timeline layout"]),
+    (V9_MOR, {"hoodie.partition.metafile.use.base.format": "true"}, ["partition metadata files"]),
+    (V9_MOR, {"hoodie.bootstrap.base.path": "s3a://source/table"}, ["bootstrapped", "s3a://source/table"]),
+    (V9_MOR, {"hoodie.datasource.write.drop.partition.columns": "true"}, ["partition columns dropped"]),
+    (V9_MOR, {"hoodie.datasource.write.slash.separated.date.partitioning": "true"}, ["slash-separated"]),
+    (V9_MOR, {"hoodie.table.keygenerator.type": "TIMESTAMP"}, ["timestamp key generator", "TIMESTAMP"]),
+    (V6_MOR, {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator"},
+     ["timestamp key generator", "TimestampBasedKeyGenerator"]),
+    (V6_MOR, {"hoodie.table.keygenerator.class": "com.example.MyKeyGenerator"},
+     ["user-defined key generator", "com.example.MyKeyGenerator"]),
+    (V9_MOR, {"hoodie.table.keygenerator.type": "GLOBAL_DELETE"}, ["global_delete key generator"]),
+    (V9_MOR, {"hoodie.table.keygenerator.type": "SPARK_SQL_UUID"}, ["spark_sql_uuid key generator"]),
+    (V9_MOR, {"hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.partition.fields": "region:timestamp"},
+     ["custom key generator with timestamp", "region:timestamp"]),
+    (V6_MOR, {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator"},
+     ["custom key generator with timestamp or untyped"]),
+    (V9_MOR, {"hoodie.record.merge.mode": "CUSTOM"}, ["custom record merger", "CUSTOM"]),
+    (V9_MOR, {"hoodie.record.merge.mode": "SOMETHING_NEW"}, ["unknown record merge mode", "SOMETHING_NEW"]),
+    (V9_MOR, {"hoodie.record.merge.strategy.id": "1897ef5f-18bc-4557-939c-9d6a8afd1519"},
+     ["merge strategy of its own", "1897ef5f"]),
+    (V8_COW, {"hoodie.compaction.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"},
+     ["payload class", "PartialUpdateAvroPayload"]),
+    (V6_MOR, {"hoodie.compaction.payload.class": "com.example.MyPayload"}, ["payload class", "com.example.MyPayload"]),
+    (V9_MOR, {"hoodie.table.ordering.fields": "txn_ts,txn_id"}, ["ordering on several fields", "txn_ts,txn_id"]),
+    (V9_MOR, {"hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}, ["partial updates", "IGNORE_DEFAULTS"]),
+    (V9_MOR, {"hoodie.record.merge.property.hoodie.payload.delete.field": "Op"},
+     ["record merge properties", "hoodie.payload.delete.field"]),
+    (V6_MOR, {"hoodie.populate.meta.fields": "false", "hoodie.table.recordkey.fields": "uuid",
+              "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"},
+     ["unknown key encoding"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes", "named"), REFUSALS,
+                         ids=[f"{next(iter(c))}={next(iter(c.values()))}" for _, c, _ in REFUSALS])
+def test_refused_by_name(name: str, changes: dict[str, str], named: list[str]) -> None:
+    raw = fixture_properties(name)
+    raw.update(changes)
+    props = TableProperties.from_properties(raw)
+    with pytest.raises(UnsupportedTableFeatureError) as caught:
+        check_readable(props, where="the table at /t")
+    message = str(caught.value)
+    for word in named:
+        assert word.lower() in message.lower(), message
+    assert "/t" in message
+    assert caught.value.property in message and caught.value.value in message
+    # the same table without the change is readable, so the refusal is that property's doing
+    assert unsupported_features(TableProperties.from_properties(fixture_properties(name))) == []
+
+
+def test_custom_key_generator_of_simple_fields_is_read() -> None:
+    props = props_of(V9_MOR, hoodie__table__keygenerator__type="CUSTOM",
+                     hoodie__table__partition__fields="region:simple")
+    check_readable(props)
+    assert props.partition_fields == ("region",)
+
+
+def test_record_key_encoding() -> None:
+    assert record_key_encoding(props_of(V9_MOR))[0] is KeyEncoding.VALUE_ONLY
+    complex_v9 = props_of(V9_MOR, hoodie__table__keygenerator__type="COMPLEX")
+    assert record_key_encoding(complex_v9)[0] is KeyEncoding.FIELD_PREFIXED
+    explicit = props_of(V8_COW, hoodie__table__keygenerator__type="COMPLEX",
+                        hoodie__table__complex__keygenerator__encoding="VALUE_ONLY")
+    assert record_key_encoding(explicit)[0] is KeyEncoding.VALUE_ONLY
+    assert record_key_encoding(props_of(V9_MOR, hoodie__table__recordkey__fields="txn_id,region"))[0] \
+        is KeyEncoding.FIELD_PREFIXED
+
+
+def test_keys_built_from_data_spell_nulls_and_empties_as_hudi_does() -> None:
+    table = pa.table({"a": pa.array([1, None, 3]), "b": pa.array(["x", "y", ""])})
+    config = SliceReadConfig("file:///t", table.schema, ("a", "b"), None, True, frozenset())
+    assert _record_keys(table, config).to_pylist() == ["a:1,b:x", "a:__null__,b:y", "a:3,b:__empty__"]
+    one = SliceReadConfig("file:///t", table.schema, ("a",), None, True, frozenset(), field_prefixed_keys=True)
+    assert _record_keys(table, one).to_pylist() == ["a:1", "a:__null__", "a:3"]
+    bare = SliceReadConfig("file:///t", table.schema, ("a",), None, True, frozenset())
+    assert _record_keys(table, bare).to_pylist() == ["1", None, "3"]
+
+
+@pytest.mark.parametrize(("name", "feature"), [
+    ("875d6ca6-0_1-27-71_20260503194334929.lance", "Lance base files"),
+    ("875d6ca6-0_1-27-71_20260503194334929.orc", "Orc base files"),
+    (".875d6ca6-0_20260503194343537.log.parquet", "native Parquet log files"),
+    (".875d6ca6-0_20260503194343537.deletes.parquet", "native Parquet log files"),
+])
+def test_data_files_of_other_formats_are_refused_not_skipped(name: str, feature: str) -> None:
+    with pytest.raises(UnsupportedTableFeatureError, match=feature):
+        parse_data_file(StoredFile("us", name, 10))
+
+
+@pytest.mark.parametrize("name", [
+    ".hoodie_partition_metadata", ".875d6ca6-0_1-27-71_20260503194334929.parquet.crc",
+    "..875d6ca6-0_20260503194343537.log.1_0-60-156.crc",
+])
+def test_bookkeeping_files_are_not_data(name: str) -> None:
+    assert parse_data_file(StoredFile("us", name, 10)) is None
+
+
+def block(**headers: str) -> LogBlock:
+    return LogBlock(LogBlockType.AVRO_DATA, 1, {HeaderKey(k): v for k, v in headers.items()}, {}, 0, 0, b"")
+
+
+def test_log_blocks_that_need_an_unimplemented_merge_are_refused() -> None:
+    refuse_unsupported_block(block(INSTANT_TIME="20250101000000000", IS_PARTIAL="false"), "f.log")
+    with pytest.raises(UnsupportedTableFeatureError, match="partial-update log blocks"):
+        refuse_unsupported_block(block(INSTANT_TIME="20250101000000000", IS_PARTIAL="true"), "f.log")
+    with pytest.raises(UnsupportedTableFeatureError, match=r"log compaction.*20250101000000000"):
+        refuse_unsupported_block(block(COMPACTED_BLOCK_TIMES="20250101000000000"), "f.log")
+
+
+def test_schema_on_read_commits_and_log_compaction_are_refused() -> None:
+    check_commit_readable({"schema": "{}"}, instant="20250101000000000")
+    with pytest.raises(UnsupportedTableFeatureError, match="schema-on-read"):
+        check_commit_readable({"latest_schema": '{"max_column_id": 3}'}, instant="20250101000000000")
+    commit = Instant("20250101000000000", Action.DELTA_COMMIT, InstantState.COMPLETED, "20250101000000001")
+    pending = Instant("20250102000000000", Action.LOG_COMPACTION, InstantState.REQUESTED)
+    metadata = {commit: CommitMetadata("UPSERT", (), {}, {})}
+    check_timeline_readable(Timeline((commit,)), metadata)
+    with pytest.raises(UnsupportedTableFeatureError, match="log compaction"):
+        check_timeline_readable(Timeline((commit, pending)), metadata)
