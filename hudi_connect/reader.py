@@ -107,7 +107,9 @@ class TableReader:
     ) -> ReadPlan:
         props = self.view.properties
         commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
-        schema_json = latest_schema_json(commits, metadata)
+        # Time travel reads with the schema as of its instant, incremental reads with the latest (as Hudi does)
+        schema_commits = list(timeline.write_commits()) if commits_in_range is not None else commits
+        schema_json = latest_schema_json(schema_commits, metadata)
         if schema_json is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema at {as_of or 'its latest'}")
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
@@ -124,8 +126,11 @@ class TableReader:
     def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
         props = self.view.properties
         parts: list[DataFrame] = []
-        plain = [s for s in plan.slices if s.base_file and not s.log_files]
-        merged = [s for s in plan.slices if s.log_files]
+        # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance)
+        by_spark = [bool(s.base_file and not s.log_files and s.base_file.name.endswith(".parquet"))
+                    for s in plan.slices]
+        plain = [s for s, spark in zip(plan.slices, by_spark, strict=True) if spark]
+        merged = [s for s, spark in zip(plan.slices, by_spark, strict=True) if not spark]
         if plain:
             paths = [join(self._base_path, s.partition, s.base_file.name) for s in plain if s.base_file]
             parts.append(self._spark.read.schema(plan.schema).parquet(*paths))
@@ -138,13 +143,13 @@ class TableReader:
                 ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
                 event_time_ordering=self.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
                 field_prefixed_keys=self.key_encoding is KeyEncoding.FIELD_PREFIXED,
-                valid_instants=valid_block_instants(timeline, as_of),
+                partial_updates=self.index.partial_updates,
+                valid_instants=valid_block_instants(timeline, as_of) if plan.commit_times is None
+                else plan.commit_times,
                 commit_times=plan.commit_times,
             )
-            rows = [
-                (s.partition, s.file_id, s.base_file.name if s.base_file else None, [f.name for f in s.log_files])
-                for s in merged
-            ]
+            rows = [(s.partition, s.file_id, _base_name(s, plan.commit_times), [f.name for f in s.log_files])
+                    for s in merged]
             slices_df = self._spark.createDataFrame(rows, SLICES_DDL).repartition(max(1, min(len(rows), 64)))
             parts.append(slices_df.mapInArrow(partial(read_file_slices, config), plan.schema))
         if not parts:
@@ -200,6 +205,17 @@ class TableReader:
 
     def plan(self, as_of: str | None = None, predicates: Sequence[Expression] = ()) -> ReadPlan:
         return self._read(as_of, predicates=predicates)[1]
+
+
+def _base_name(file_slice: FileSlice, commit_times: frozenset[str] | None) -> str | None:
+    """The base file a merged slice reads. Incremental reads merge only what the range wrote, as Hudi's
+    incremental query does: log blocks of its commits, and the base file only if one of them wrote it,
+    so a record of the range that loses to an older one outside it is still the range's change."""
+    if file_slice.base_file is None:
+        return None
+    if commit_times is not None and file_slice.base_file.instant_time not in commit_times:
+        return None
+    return file_slice.base_file.name
 
 
 __all__ = ["META_COLUMNS", "ReadPlan", "TableReader"]

@@ -84,7 +84,28 @@ KAFKA_BROKER_JARS = JarSet(
     ),
 )
 
-ALL_JAR_SETS = (SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS)
+# Hudi 1.2 writes Lance base files with these, which its bundle does not shade (Hudi's root pom pins
+# lance 4.0.0, lance-spark 0.4.0, Arrow 18.3.0). Only the 'hudi-lance' server loads them.
+LANCE_VERSION = "4.0.0"
+LANCE_SPARK_VERSION = "0.4.0"
+LANCE_ARROW_VERSION = "18.3.0"
+LANCE_JARS = JarSet(
+    "lance",
+    (
+        MavenArtifact("org.lance", "lance-core", LANCE_VERSION),  # with its JNI library for linux-x86-64
+        MavenArtifact("org.lance", f"lance-spark-3.5_{_S}", LANCE_SPARK_VERSION),
+        MavenArtifact("org.questdb", "jar-jni", "1.1.1"),  # unpacks lance-core's JNI library
+    ),
+)
+# Spark 3.5 ships Arrow 12; Lance needs 18, so these go before Spark's own on the server's class path.
+LANCE_ARROW_JARS = JarSet(
+    "lance-arrow",
+    tuple(MavenArtifact("org.apache.arrow", name, LANCE_ARROW_VERSION) for name in (
+        "arrow-vector", "arrow-memory-core", "arrow-memory-netty", "arrow-memory-netty-buffer-patch",
+        "arrow-format", "arrow-c-data")),
+)
+
+ALL_JAR_SETS = (SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS, LANCE_ARROW_JARS)
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus
 # fastavro for Hudi's Avro log blocks. hudi_connect itself is not installed
@@ -93,4 +114,6 @@ SERVER_PYTHON_PACKAGES = (
     "pyarrow==20.0.0", "pandas==2.2.3", "numpy==1.26.4", "fastavro==1.13.1",
     # the reverse streamer's executors: conditional S3 puts (checkpoint claims) and PostgreSQL merges
     "boto3==1.44.5", "pg8000==1.31.6",
+    # Lance base files (Hudi 1.2's hoodie.table.base.file.format=LANCE, Lance file format 2.0)
+    "pylance==4.0.0",
 )

@@ -47,8 +47,8 @@ ENTRY_POINTS: dict[str, Callable[[SparkSession, str], Any]] = {
 }
 
 PROPERTY_REFUSALS = [
-    ("hoodie.table.base.file.format", "LANCE", "Lance base files"),
-    ("hoodie.table.keygenerator.type", "TIMESTAMP", "timestamp key generator"),
+    ("hoodie.table.base.file.format", "ORC", "Orc base files"),
+    ("hoodie.table.partial.update.mode", "FILL_UNAVAILABLE", "partial updates"),
     ("hoodie.record.merge.mode", "CUSTOM", "custom record merger"),
     ("hoodie.bootstrap.base.path", "/elsewhere", "bootstrapped"),
 ]
@@ -68,9 +68,9 @@ def test_every_entry_point_refuses_by_name(plain_spark: SparkSession, tmp_path: 
 @pytest.mark.parametrize("entry", ["snapshot", "changes", "file_index"])
 def test_a_base_file_of_another_format_is_refused_not_skipped(plain_spark: SparkSession, tmp_path: Path,
                                                               entry: str) -> None:
-    # a Lance file where Hudi 1.2 would write one, in a table whose properties say nothing of it
+    # an ORC file where Hudi would write one, in a table whose properties say nothing of it
     base = unzip_fixture("cow_v9_txns_simple_nometa", tmp_path)
     parquet = next(p for p in base.rglob("*.parquet") if ".hoodie" not in p.parts)
-    shutil.copy(parquet, parquet.with_suffix(".lance"))
-    with pytest.raises(UnsupportedTableFeatureError, match="Lance base files"):
+    shutil.copy(parquet, parquet.with_suffix(".orc"))
+    with pytest.raises(UnsupportedTableFeatureError, match="Orc base files"):
         ENTRY_POINTS[entry](plain_spark, str(base))

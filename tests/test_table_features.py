@@ -10,10 +10,13 @@ import pyarrow as pa
 import pytest
 
 from hudi_connect.errors import UnsupportedTableFeatureError
+from hudi_connect.executor.listing import PartitionFilter
 from hudi_connect.executor.slices import SliceReadConfig, _record_keys, refuse_unsupported_block
 from hudi_connect.format.commit_metadata import CommitMetadata
+from hudi_connect.format.expressions import col
 from hudi_connect.format.fs_view import StoredFile, parse_data_file
 from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType
+from hudi_connect.format.spec_models import PartitionDescriptor
 from hudi_connect.format.table_config import TableProperties, parse_java_properties
 from hudi_connect.format.table_features import (
     KeyEncoding,
@@ -21,6 +24,7 @@ from hudi_connect.format.table_features import (
     check_commit_readable,
     check_readable,
     check_timeline_readable,
+    opaque_partition_fields,
     record_key_encoding,
     unsupported_features,
 )
@@ -79,7 +83,6 @@ def test_merge_mode_rules_by_version() -> None:
 
 REFUSALS = [
     # (fixture, {property: value}, words the error must name)
-    (V9_MOR, {"hoodie.table.base.file.format": "LANCE"}, ["Lance base files", "LANCE"]),
     (V9_MOR, {"hoodie.table.base.file.format": "ORC"}, ["Orc base files", "ORC"]),
     (V9_MOR, {"hoodie.table.base.file.format": "HFILE"}, ["Hfile base files"]),
     (V9_MOR, {"hoodie.table.multiple.base.file.formats.enable": "true"}, ["several formats"]),
@@ -90,26 +93,23 @@ REFUSALS = [
     (V9_MOR, {"hoodie.bootstrap.base.path": "s3a://source/table"}, ["bootstrapped", "s3a://source/table"]),
     (V9_MOR, {"hoodie.datasource.write.drop.partition.columns": "true"}, ["partition columns dropped"]),
     (V9_MOR, {"hoodie.datasource.write.slash.separated.date.partitioning": "true"}, ["slash-separated"]),
-    (V9_MOR, {"hoodie.table.keygenerator.type": "TIMESTAMP"}, ["timestamp key generator", "TIMESTAMP"]),
-    (V6_MOR, {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator"},
-     ["timestamp key generator", "TimestampBasedKeyGenerator"]),
     (V6_MOR, {"hoodie.table.keygenerator.class": "com.example.MyKeyGenerator"},
      ["user-defined key generator", "com.example.MyKeyGenerator"]),
     (V9_MOR, {"hoodie.table.keygenerator.type": "GLOBAL_DELETE"}, ["global_delete key generator"]),
     (V9_MOR, {"hoodie.table.keygenerator.type": "SPARK_SQL_UUID"}, ["spark_sql_uuid key generator"]),
-    (V9_MOR, {"hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.partition.fields": "region:timestamp"},
-     ["custom key generator with timestamp", "region:timestamp"]),
-    (V6_MOR, {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator"},
-     ["custom key generator with timestamp or untyped"]),
     (V9_MOR, {"hoodie.record.merge.mode": "CUSTOM"}, ["custom record merger", "CUSTOM"]),
     (V9_MOR, {"hoodie.record.merge.mode": "SOMETHING_NEW"}, ["unknown record merge mode", "SOMETHING_NEW"]),
     (V9_MOR, {"hoodie.record.merge.strategy.id": "1897ef5f-18bc-4557-939c-9d6a8afd1519"},
      ["merge strategy of its own", "1897ef5f"]),
-    (V8_COW, {"hoodie.compaction.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"},
+    (V6_MOR, {"hoodie.compaction.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"},
      ["payload class", "PartialUpdateAvroPayload"]),
+    (V6_MOR, {"hoodie.compaction.payload.class":
+              "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"},
+     ["payload class", "OverwriteNonDefaultsWithLatestAvroPayload"]),
     (V6_MOR, {"hoodie.compaction.payload.class": "com.example.MyPayload"}, ["payload class", "com.example.MyPayload"]),
     (V9_MOR, {"hoodie.table.ordering.fields": "txn_ts,txn_id"}, ["ordering on several fields", "txn_ts,txn_id"]),
-    (V9_MOR, {"hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}, ["partial updates", "IGNORE_DEFAULTS"]),
+    (V9_MOR, {"hoodie.table.partial.update.mode": "FILL_UNAVAILABLE"}, ["partial updates", "FILL_UNAVAILABLE"]),
+    (V9_MOR, {"hoodie.table.partial.update.mode": "KEEP_VALUES"}, ["partial updates", "KEEP_VALUES"]),
     (V9_MOR, {"hoodie.record.merge.property.hoodie.payload.delete.field": "Op"},
      ["record merge properties", "hoodie.payload.delete.field"]),
     (V6_MOR, {"hoodie.populate.meta.fields": "false", "hoodie.table.recordkey.fields": "uuid",
@@ -140,6 +140,40 @@ def test_custom_key_generator_of_simple_fields_is_read() -> None:
                      hoodie__table__partition__fields="region:simple")
     check_readable(props)
     assert props.partition_fields == ("region",)
+    assert opaque_partition_fields(props) == frozenset()
+
+
+@pytest.mark.parametrize(("changes", "opaque"), [
+    ({"hoodie.table.keygenerator.type": "TIMESTAMP"}, {"region"}),
+    ({"hoodie.table.keygenerator.type": "TIMESTAMP_AVRO"}, {"region"}),
+    ({"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator"}, {"region"}),
+    ({"hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.partition.fields": "region:timestamp,txn_id:simple"},
+     {"region"}),
+    # version 6 writes no part types: any part might be a timestamp
+    ({"hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.partition.fields": "region,txn_id"},
+     {"region", "txn_id"}),
+])
+def test_timestamp_partition_paths_are_read_but_never_parsed_as_values(changes: dict[str, str],
+                                                                       opaque: set[str]) -> None:
+    raw = fixture_properties(V9_MOR)
+    raw.update(changes)
+    props = TableProperties.from_properties(raw)
+    check_readable(props)
+    assert opaque_partition_fields(props) == opaque
+
+
+def test_a_formatted_timestamp_path_never_prunes() -> None:
+    schema = pa.schema([("event_ms", pa.int64()), ("city", pa.string())])
+    fields = ("event_ms", "city")
+    # "20240101" would parse as the integer 20240101, which is not the column's value
+    plain = PartitionDescriptor.parse("20240101/paris", fields, schema, hive_style=False, url_encoded=False)
+    assert plain.values == {"event_ms": 20240101, "city": "paris"}
+    opaque = PartitionDescriptor.parse("20240101/paris", fields, schema, hive_style=False, url_encoded=False,
+                                       opaque=frozenset({"event_ms"}))
+    assert opaque.values == {"city": "paris"}
+    keep = PartitionFilter(fields, schema, False, False, col("event_ms") > 1704067200000, frozenset({"event_ms"}))
+    assert keep.keeps("20240101/paris")
+    assert not PartitionFilter(fields, schema, False, False, col("event_ms") > 1704067200000).keeps("20240101/paris")
 
 
 def test_record_key_encoding() -> None:
@@ -164,7 +198,6 @@ def test_keys_built_from_data_spell_nulls_and_empties_as_hudi_does() -> None:
 
 
 @pytest.mark.parametrize(("name", "feature"), [
-    ("875d6ca6-0_1-27-71_20260503194334929.lance", "Lance base files"),
     ("875d6ca6-0_1-27-71_20260503194334929.orc", "Orc base files"),
     (".875d6ca6-0_20260503194343537.log.parquet", "native Parquet log files"),
     (".875d6ca6-0_20260503194343537.deletes.parquet", "native Parquet log files"),
@@ -172,6 +205,18 @@ def test_keys_built_from_data_spell_nulls_and_empties_as_hudi_does() -> None:
 def test_data_files_of_other_formats_are_refused_not_skipped(name: str, feature: str) -> None:
     with pytest.raises(UnsupportedTableFeatureError, match=feature):
         parse_data_file(StoredFile("us", name, 10))
+
+
+def test_copy_on_write_readers_ignore_merge_rules() -> None:
+    # the writer merged: a COW table's payload or merge mode changes nothing its readers do
+    check_readable(props_of(V8_COW, hoodie__compaction__payload__class="com.example.MyPayload",
+                            hoodie__record__merge__mode="CUSTOM"))
+
+
+def test_lance_base_files_are_base_files() -> None:
+    check_readable(props_of(V9_MOR, hoodie__table__base__file__format="LANCE"))
+    parsed = parse_data_file(StoredFile("us", "875d6ca6-0_1-27-71_20260503194334929.lance", 10))
+    assert parsed is not None and parsed.instant_time == "20260503194334929"
 
 
 @pytest.mark.parametrize("name", [

@@ -23,7 +23,6 @@ from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.errors import InvalidInstantError
 from hudi_connect.executor.cdc_events import SPLITS_DDL, change_events, event_schema
-from hudi_connect.executor.listing import PartitionFilter
 from hudi_connect.executor.slices import SliceReadConfig
 from hudi_connect.format.commit_metadata import latest_schema_json
 from hudi_connect.format.expressions import Expression
@@ -80,8 +79,7 @@ class ChangeQuery:
         check_timeline_readable(view.timeline(), metadata, where=f"the table at {self._base_path}")
         schema_json = self._record_schema_json(commits)
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
-        keep = PartitionFilter(props.partition_fields, arrow_schema, props.hive_style_partitioning,
-                               props.url_encode_partitioning, conjunction(predicates))
+        keep = self._reader.index.partition_filter(arrow_schema, conjunction(predicates))
         splits = [s for s in infer_splits(commits, metadata, in_range) if keep.keeps(s.partition)]
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -107,6 +105,7 @@ class ChangeQuery:
             ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
             event_time_ordering=self._reader.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
             field_prefixed_keys=self._reader.key_encoding is KeyEncoding.FIELD_PREFIXED,
+            partial_updates=self._reader.index.partial_updates,
             valid_instants=frozenset(),
         )
         # one task per split keeps file groups apart; unique rows, so repartition spreads them

@@ -34,10 +34,11 @@ class PartitionFilter:
     hive_style: bool
     url_encoded: bool
     predicate: Expression | None
+    opaque: frozenset[str] = frozenset()  # fields whose path values are not column values
 
     def descriptor(self, path: str) -> PartitionDescriptor:
         return PartitionDescriptor.parse(path, self.fields, self.schema, hive_style=self.hive_style,
-                                         url_encoded=self.url_encoded)
+                                         url_encoded=self.url_encoded, opaque=self.opaque)
 
     def keeps(self, path: str) -> bool:
         return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)

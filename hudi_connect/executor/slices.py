@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from hudi_connect.errors import UnsupportedTableFeatureError
+from hudi_connect.executor.base_files import read_base_file
 from hudi_connect.executor.storage import filesystem_for, join, read_bytes
 from hudi_connect.format.log.blocks import data_block_records, delete_records, rollback_target
 from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
-from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
+from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
 
 LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
 SLICE_SCHEMA = pa.schema([
@@ -77,6 +77,7 @@ class SliceReadConfig:
     writer_schema_json: str | None = None  # Avro schema to read log records with
     commit_times: frozenset[str] | None = None  # incremental reads keep only these _hoodie_commit_time
     field_prefixed_keys: bool = False  # keys built from data read "f:v" even for one field (KeyEncoding)
+    partial_updates: bool = False  # a newer record's null fields keep older values (table_features.partial_updates)
 
 
 def _align(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -181,15 +182,16 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     ord_type = _ordering_type(config)
     base = None
     if base_file:
-        filesystem, path = filesystem_for(join(config.base_uri, partition, base_file))
-        with filesystem.open_input_file(path) as handle:
-            base = _align(pq.ParquetFile(handle).read(use_threads=False), config.output_schema)
+        base = _align(read_base_file(join(config.base_uri, partition, base_file)), config.output_schema)
     if not log_files:
         merged = base if base is not None else config.output_schema.empty_table()
     else:
         base_for_merge = _with_merge_columns(base, config, 0, ord_type) if base is not None else None
-        merged = merge_slice(base_for_merge, _read_logs(config, partition, log_files, ord_type),
-                             event_time_ordering=config.event_time_ordering)
+        logs = _read_logs(config, partition, log_files, ord_type)
+        if config.partial_updates:
+            merged = merge_slice_partial(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
+        else:
+            merged = merge_slice(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
         merged = _align(merged, config.output_schema)
     if IS_DELETED_COLUMN in merged.column_names:
         merged = merged.filter(pc.invert(pc.fill_null(merged[IS_DELETED_COLUMN], False)))

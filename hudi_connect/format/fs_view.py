@@ -31,9 +31,11 @@ from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.format.commit_metadata import CommitMetadata
 from hudi_connect.format.timeline import Instant, Timeline
 
-# hfile: the metadata table's base files (a data table of HFile base files is refused by its properties)
-_BASE_FILE = re.compile(r"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>\d{14,17})\.(?P<ext>parquet|hfile)$")
-# Named like a base file but of another format (orc, lance, ...), or an RFC-103 native log file.
+# hfile: the metadata table's base files (a data table of HFile base files is refused by its properties);
+# lance: Hudi 1.2's Lance base files
+_BASE_FILE = re.compile(
+    r"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>\d{14,17})\.(?P<ext>parquet|hfile|lance)$")
+# Named like a base file but of another format (orc, ...), or an RFC-103 native log file.
 _OTHER_BASE_FILE = re.compile(r"^[^.][^_]*_[^_]+_\d{14,17}\.(?P<ext>[A-Za-z0-9]+)$")
 _NATIVE_LOG_FILE = re.compile(r"\.(?P<kind>log|deletes)\.(?P<ext>parquet)$")
 _LOG_FILE = re.compile(

@@ -126,3 +126,92 @@ def merge_slice(
     losing = joined.filter(pc.and_(pc.invert(no_log), base_newer)).select([KEY])
     log_final = log_winners.filter(pc.invert(pc.is_in(log_winners[KEY], value_set=losing[KEY])))
     return pa.concat_tables([base_kept.select(output_columns), log_final.select(output_columns)])
+
+
+
+@dataclass
+class _PartialState:
+    """One key's record while its log is folded: where each column's value comes from."""
+
+    sources: list[int | None]  # per output column, the row holding its value (None: null)
+    ordering: object
+    deleted: bool = False
+    delete_ordering: object = None
+
+
+def merge_slice_partial(
+    base: pa.Table | None,
+    logs: LogRecords,
+    *,
+    event_time_ordering: bool = True,
+) -> pa.Table:
+    """The merged records of a file slice under partial update mode ``IGNORE_DEFAULTS`` (version 9;
+    for nullable fields, whose default is null): a newer record's null field keeps the older value.
+
+    A key's log records fold in arrival order: of the current record and the next, the one with
+    the greater ordering value wins (the next on a tie, or always under commit-time ordering) and
+    each of its null fields takes the other's value; a record after a delete replaces it; a delete
+    replaces the current record unless that record's ordering value is greater. The folded record
+    then meets the base record the same way. Meta columns, never null, come from the winner.
+
+    A sequential fold in Python over row indices (values stay in Arrow): partial updates do not
+    commute, so the vectorised last-writer-wins of :func:`merge_slice` does not apply.
+    """
+    data, deletes = logs.data, logs.deletes
+    helper = [KEY, ORD, SEQ, KIND]
+    output_columns = [c for c in data.column_names if c not in helper]
+    rows = data.select(output_columns)
+    base_offset = rows.num_rows
+    if base is not None and base.num_rows:
+        rows = pa.concat_tables([rows, base.select(output_columns).cast(rows.schema)])
+    valid = [rows[c].is_valid().to_pylist() for c in output_columns]
+
+    def newer_wins(current: object, incoming: object) -> bool:
+        if not event_time_ordering or current is None or incoming is None:
+            return True
+        return not current > incoming  # type: ignore[operator]
+
+    def fill(winner: list[int | None], loser: list[int | None]) -> list[int | None]:
+        return [w if w is not None and valid[i][w] else loser[i] for i, w in enumerate(winner)]
+
+    events: list[tuple[str, int, int, object, bool]] = [  # key, seq, row (-1: a delete), ordering, is delete
+        (k, q, r, o, False) for r, (k, q, o) in enumerate(zip(
+            data[KEY].to_pylist(), data[SEQ].to_pylist(), data[ORD].to_pylist(), strict=True))
+    ] + [(k, q, -1, o, True) for k, q, o in zip(
+        deletes[KEY].to_pylist(), deletes[SEQ].to_pylist(), deletes[ORD].to_pylist(), strict=True)]
+    events.sort(key=lambda e: (e[0], e[1]))
+    folded: dict[str, _PartialState] = {}
+    for key, _, row, ordering, is_delete in events:
+        state = folded.get(key)
+        if is_delete:
+            if state is not None and not state.deleted and not newer_wins(state.ordering, ordering):
+                continue  # an older delete loses to the current record
+            folded[key] = _PartialState([None] * len(output_columns), None, True, ordering)
+            continue
+        incoming = _PartialState([row] * len(output_columns), ordering)
+        if state is None or state.deleted:
+            folded[key] = incoming
+        elif newer_wins(state.ordering, ordering):
+            folded[key] = _PartialState(fill(incoming.sources, state.sources), ordering)
+        else:
+            folded[key] = _PartialState(fill(state.sources, incoming.sources), state.ordering)
+
+    chosen: list[list[int | None]] = []
+    base_keys = base[KEY].to_pylist() if base is not None and base.num_rows else []
+    base_ords = base[ORD].to_pylist() if base is not None and base.num_rows else []
+    for i, key in enumerate(base_keys):
+        base_row = base_offset + i
+        base_sources: list[int | None] = [base_row] * len(output_columns)
+        state = folded.pop(key, None)
+        if state is None:
+            chosen.append(base_sources)
+        elif state.deleted:
+            if state.delete_ordering is not None and not newer_wins(base_ords[i], state.delete_ordering):
+                chosen.append(base_sources)  # a delete older than the base record
+        elif newer_wins(base_ords[i], state.ordering):
+            chosen.append(fill(state.sources, base_sources))
+        else:
+            chosen.append(fill(base_sources, state.sources))
+    chosen += [state.sources for state in folded.values() if not state.deleted]
+    columns = [rows[c].take(pa.array([r[i] for r in chosen], pa.int64())) for i, c in enumerate(output_columns)]
+    return pa.Table.from_arrays(columns, schema=rows.schema)

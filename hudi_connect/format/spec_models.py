@@ -66,11 +66,12 @@ class PartitionDescriptor:
 
     @classmethod
     def parse(cls, path: str, fields: tuple[str, ...], schema: pa.Schema, *, hive_style: bool,
-              url_encoded: bool) -> PartitionDescriptor:
+              url_encoded: bool, opaque: frozenset[str] = frozenset()) -> PartitionDescriptor:
         """The values a path encodes: ``city=paris/day=2024-01-01`` or ``paris/2024-01-01``.
 
-        Values that do not split evenly over the fields (custom key generators, say)
-        are left out, so predicates on them are not used for pruning.
+        Values that do not split evenly over the fields, and the ``opaque`` fields (a key
+        generator wrote a formatted timestamp, not the value), are left out, so predicates
+        on them are not used for pruning.
         """
         parts = path.split("/") if path else []
         if len(parts) != len(fields):
@@ -79,6 +80,8 @@ class PartitionDescriptor:
         for field, part in zip(fields, parts, strict=True):
             raw = part.split("=", 1)[1] if hive_style and "=" in part else part
             raw = unquote(raw) if url_encoded else raw
+            if field in opaque:
+                continue
             typed = _typed(raw, schema.field(field).type) if field in schema.names else raw
             if typed is not _UNTYPED:
                 values[field] = typed

@@ -67,8 +67,12 @@ _KEYGEN_CLASSES = {
 }
 _KEYGEN_TYPE_ALIASES = {"SIMPLE_AVRO": "SIMPLE", "COMPLEX_AVRO": "COMPLEX", "NON_PARTITION_AVRO": "NON_PARTITION",
                         "CUSTOM_AVRO": "CUSTOM", "TIMESTAMP_AVRO": "TIMESTAMP", "GLOBAL_DELETE_AVRO": "GLOBAL_DELETE"}
-# Key generators whose keys and partition paths the readers reproduce.
-SUPPORTED_KEY_GENERATORS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION", "CUSTOM"})
+# Key generators whose record keys the readers reproduce and whose partition paths they can tell apart
+# from column values (partition columns are always read from the data files).
+SUPPORTED_KEY_GENERATORS = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION", "CUSTOM", "TIMESTAMP"})
+
+# Base file formats the executors read (Lance with pylance, in the workers' Python).
+READ_BASE_FORMATS = frozenset({"PARQUET", "LANCE"})
 
 _PAYLOAD_PACKAGE = "org.apache.hudi.common.model."
 # Payload classes whose merge a version-6/8 table's readers reproduce, by the mode they amount to.
@@ -77,6 +81,9 @@ PAYLOAD_MERGE_MODES = {
     f"{_PAYLOAD_PACKAGE}EventTimeAvroPayload": MergeMode.EVENT_TIME_ORDERING,
     f"{_PAYLOAD_PACKAGE}OverwriteWithLatestAvroPayload": MergeMode.COMMIT_TIME_ORDERING,
 }
+# Not among them: PartialUpdateAvroPayload and OverwriteNonDefaultsWithLatestAvroPayload before version 9.
+# Hudi 1.2 itself fails to read MOR tables of version 6 or 8 with PartialUpdateAvroPayload, so there is
+# no oracle to hold a reader to; version 9 maps both to partial update mode IGNORE_DEFAULTS, which is read.
 # HoodieRecordMerger's built-in strategy ids
 MERGE_STRATEGY_IDS = {
     "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5": MergeMode.EVENT_TIME_ORDERING,
@@ -119,6 +126,21 @@ def _custom_partition_types(props: TableProperties) -> list[str]:
     return [f.split(":", 1)[1].strip().upper() if ":" in f else "" for f in fields]
 
 
+def opaque_partition_fields(props: TableProperties) -> frozenset[str]:
+    """Partition fields whose path values are not the column's values (formatted timestamps), so
+    predicates on them cannot prune partitions. A custom key generator's untyped fields (tables of
+    version 6 do not write the types) might be timestamps: all of them count as opaque."""
+    _, _, kind = key_generator(props)
+    if kind == "TIMESTAMP":
+        return frozenset(props.partition_fields)
+    if kind == "CUSTOM":
+        types = _custom_partition_types(props)
+        if any(t not in ("SIMPLE", "TIMESTAMP") for t in types):
+            return frozenset(props.partition_fields)
+        return frozenset(f for f, t in zip(props.partition_fields, types, strict=True) if t == "TIMESTAMP")
+    return frozenset()
+
+
 def merge_mode(props: TableProperties) -> tuple[MergeMode | None, TableFeature | None]:
     """The table's merge mode, or the feature that keeps the readers from merging as Hudi would."""
     raw = props.raw
@@ -126,28 +148,37 @@ def merge_mode(props: TableProperties) -> tuple[MergeMode | None, TableFeature |
     payload = _value(raw, *_PAYLOAD_KEYS)
     strategy = _value(raw, *_STRATEGY_KEYS)
     default = MergeMode.EVENT_TIME_ORDERING if props.ordering_fields else MergeMode.COMMIT_TIME_ORDERING
+    if props.version < 9 and payload is not None:
+        # Before version 9 the payload class decides, whatever the mode (CUSTOM for most payloads on
+        # version 8) or the strategy id (0.x's default, or PAYLOAD_BASED) say.
+        name = payload[1].replace("com.uber.hoodie.", "org.apache.hudi.")
+        if name not in PAYLOAD_MERGE_MODES:
+            return None, TableFeature("a record payload class whose merge is not implemented", payload[0], payload[1])
+        return PAYLOAD_MERGE_MODES[name], None
     if declared == "CUSTOM":
         return None, TableFeature("a custom record merger", "hoodie.record.merge.mode", declared,
                                   "its merge logic lives in the writer's classes")
     if strategy is not None and strategy[1] not in MERGE_STRATEGY_IDS:
         return None, TableFeature("a record merge strategy of its own", strategy[0], strategy[1])
-    if props.version >= 9:
-        if declared:
-            if declared not in MergeMode.__members__:
-                return None, TableFeature("an unknown record merge mode", "hoodie.record.merge.mode", declared)
-            return MergeMode(declared), None
-        return default, None
-    # Before version 9 the payload class decides, whatever the strategy id says (it was only 0.x's default).
-    if payload is not None:
-        name = payload[1].replace("com.uber.hoodie.", "org.apache.hudi.")
-        if name not in PAYLOAD_MERGE_MODES:
-            return None, TableFeature("a record payload class whose merge is not implemented", payload[0], payload[1])
-        return PAYLOAD_MERGE_MODES[name], None
     if declared:
         if declared not in MergeMode.__members__:
             return None, TableFeature("an unknown record merge mode", "hoodie.record.merge.mode", declared)
         return MergeMode(declared), None
     return default, None
+
+
+def partial_updates(props: TableProperties) -> tuple[bool, TableFeature | None]:
+    """Whether a newer record's null fields keep older values (partial update mode ``IGNORE_DEFAULTS``,
+    honoured on version 9 tables only), or the partial update mode the readers do not implement."""
+    if props.version < 9:
+        return False, None
+    mode = props.raw.get("hoodie.table.partial.update.mode", "").strip().upper()
+    if mode in ("", "NONE"):
+        return False, None
+    if mode == "IGNORE_DEFAULTS":
+        return True, None
+    return False, TableFeature("partial updates", "hoodie.table.partial.update.mode", mode,
+                               "only IGNORE_DEFAULTS (a null field keeps the older value) is read")
 
 
 def record_key_encoding(props: TableProperties) -> tuple[KeyEncoding | None, TableFeature | None]:
@@ -184,9 +215,9 @@ def unsupported_features(props: TableProperties) -> list[TableFeature]:
         found.append(TableFeature(f"a timeline layout other than version {props.version}'s",
                                   "hoodie.timeline.layout.version", str(props.timeline_layout_version)))
     base_format = props.base_file_format.strip().upper()
-    if base_format != "PARQUET":
+    if base_format not in READ_BASE_FORMATS:
         found.append(TableFeature(f"{base_format.title()} base files", "hoodie.table.base.file.format", base_format,
-                                  "only Parquet base files are read"))
+                                  "Parquet and Lance base files are read"))
     if raw.get("hoodie.table.multiple.base.file.formats.enable", "false").strip().lower() == "true":
         found.append(TableFeature("base files of several formats", "hoodie.table.multiple.base.file.formats.enable",
                                   "true"))
@@ -209,31 +240,24 @@ def unsupported_features(props: TableProperties) -> list[TableFeature]:
 
     keygen_property, keygen_value, keygen = key_generator(props)
     if keygen not in SUPPORTED_KEY_GENERATORS:
-        detail = ("its partition paths are formatted timestamps, not column values"
-                  if keygen == "TIMESTAMP" else "")
         found.append(TableFeature(f"the {keygen.lower() or 'user-defined'} key generator", keygen_property,
-                                  keygen_value, detail))
-    elif keygen == "CUSTOM":
-        types = _custom_partition_types(props)
-        if any(t != "SIMPLE" for t in types):
-            value = raw.get("hoodie.table.partition.fields", "")
-            found.append(TableFeature("a custom key generator with timestamp or untyped partition fields",
-                                      "hoodie.table.partition.fields", value,
-                                      "only field:SIMPLE partition fields are read"))
+                                  keygen_value))
 
-    _, merge_feature = merge_mode(props)
-    if merge_feature is not None:
-        found.append(merge_feature)
-    if len(props.ordering_fields) > 1:
-        found.append(TableFeature("ordering on several fields", "hoodie.table.ordering.fields",
-                                  ",".join(props.ordering_fields)))
-    partial = raw.get("hoodie.table.partial.update.mode", "").strip().upper()
-    if partial not in ("", "NONE"):
-        found.append(TableFeature("partial updates", "hoodie.table.partial.update.mode", partial))
-    merge_properties = sorted(k for k in raw if k.startswith(_MERGE_PROPERTY_PREFIX))
-    if merge_properties:
-        found.append(TableFeature("record merge properties (custom delete markers, partial-update markers)",
-                                  merge_properties[0], raw[merge_properties[0]]))
+    # Copy-on-write readers merge nothing: the writer applied the merge rules to the base files.
+    if props.is_merge_on_read:
+        _, merge_feature = merge_mode(props)
+        if merge_feature is not None:
+            found.append(merge_feature)
+        if len(props.ordering_fields) > 1:
+            found.append(TableFeature("ordering on several fields", "hoodie.table.ordering.fields",
+                                      ",".join(props.ordering_fields)))
+        _, partial_feature = partial_updates(props)
+        if partial_feature is not None:
+            found.append(partial_feature)
+        merge_properties = sorted(k for k in raw if k.startswith(_MERGE_PROPERTY_PREFIX))
+        if merge_properties:
+            found.append(TableFeature("record merge properties (custom delete markers, partial-update markers)",
+                                      merge_properties[0], raw[merge_properties[0]]))
     if not props.populate_meta_fields and props.is_merge_on_read:
         _, encoding_feature = record_key_encoding(props)
         if encoding_feature is not None:
@@ -247,8 +271,7 @@ def check_readable(props: TableProperties, *, where: str = "the table") -> Merge
     if found:
         raise found[0].error(where)
     mode, _ = merge_mode(props)
-    assert mode is not None
-    return mode
+    return mode or MergeMode.COMMIT_TIME_ORDERING  # a copy-on-write table's own rules do not matter to readers
 
 
 # Commit metadata keys that change how files must be read.

@@ -50,7 +50,12 @@ from hudi_connect.format.spec_models import (
     TableDefinition,
     slice_bytes,
 )
-from hudi_connect.format.table_features import check_readable, check_timeline_readable
+from hudi_connect.format.table_features import (
+    check_readable,
+    check_timeline_readable,
+    opaque_partition_fields,
+    partial_updates,
+)
 from hudi_connect.format.table_schema import record_schema
 from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 
@@ -89,6 +94,7 @@ class FileIndex:
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
         self.merge_mode = check_readable(self.view.properties, where=f"the table at {self._base_path}")
+        self.partial_updates = partial_updates(self.view.properties)[0]
         self.use_metadata = use_metadata
         self.counts = ListingCounts()
 
@@ -117,10 +123,11 @@ class FileIndex:
     def definition(self) -> TableDefinition:
         return self.state().definition
 
-    def _partition_filter(self, definition: TableDefinition, predicate: Expression | None) -> PartitionFilter:
+    def partition_filter(self, schema: pa.Schema, predicate: Expression | None) -> PartitionFilter:
+        """How partition paths are read for pruning by ``predicate`` (never from formatted timestamps)."""
         props = self.view.properties
-        return PartitionFilter(definition.partition_fields, definition.schema, props.hive_style_partitioning,
-                               props.url_encode_partitioning, predicate)
+        return PartitionFilter(props.partition_fields, schema, props.hive_style_partitioning,
+                               props.url_encode_partitioning, predicate, opaque_partition_fields(props))
 
     # --- the listing plan ---------------------------------------------------------------------
 
@@ -156,7 +163,7 @@ class FileIndex:
     def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
-        keep = self._partition_filter(state.definition, predicate)
+        keep = self.partition_filter(state.definition.schema, predicate)
         plan = self._with_stats(self.listing(keep, state.timeline), state, predicate)
         replaced = replaced_file_groups(state.metadata, as_of)
         version = self.view.properties.version
@@ -188,7 +195,7 @@ class FileIndex:
         """
         as_of = _requested(instant)
         state = state or self.state()
-        keep = self._partition_filter(state.definition, None)
+        keep = self.partition_filter(state.definition.schema, None)
         for partition, slices in self._slices_by_partition(state, predicates, as_of):
             yield PartitionSnapshot(keep.descriptor(partition), as_of, tuple(slices))
 
@@ -201,7 +208,7 @@ class FileIndex:
             return
         touched = {(s.partition_path, s.file_id) for c in commits for s in state.metadata[c].write_stats}
         as_of = max(c.requested_time for c in commits)
-        keep = self._partition_filter(state.definition, None)
+        keep = self.partition_filter(state.definition.schema, None)
         times = tuple(c.requested_time for c in commits)
         for partition, slices in self._slices_by_partition(state, predicates, as_of):
             chosen = tuple(s for s in slices if (s.partition, s.file_id) in touched)

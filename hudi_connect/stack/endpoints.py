@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
-SparkFlavor = Literal["hudi", "plain", "cluster"]
+SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance"]
 
 TOKEN_HEADER = "x-hudi-connect-token"
 

@@ -1,5 +1,6 @@
-"""Spark Connect servers as local processes: with Hudi, plain (no Hudi jar), or
-driving a Spark standalone cluster of one master and two workers.
+"""Spark Connect servers as local processes: with Hudi, plain (no Hudi jar),
+driving a Spark standalone cluster of one master and two workers, or with Hudi and
+Lance (the jars Hudi 1.2 needs to write Lance base files, and Arrow 18 ahead of Spark's).
 
 Storage credentials for s3a live only in the server's environment (read by
 the AWS SDK's environment credentials provider), never in a Spark conf that a
@@ -51,7 +52,16 @@ def server_jars(flavor: SparkFlavor) -> list[Path]:
     jars = provision.jars_of(versions.SPARK_CONNECT_JARS) + provision.jars_of(versions.STORAGE_AND_SINK_JARS)
     if flavor != "plain":
         jars += provision.jars_of(versions.HUDI_JARS)
+    if flavor == "hudi-lance":
+        jars += provision.jars_of(versions.LANCE_JARS)
     return [*jars, provision.ensure_interceptor_jar()]
+
+
+def driver_class_path(flavor: SparkFlavor) -> str | None:
+    """Jars that must come before Spark's own: Lance's Arrow 18 (Spark 3.5 ships Arrow 12)."""
+    if flavor != "hudi-lance":
+        return None
+    return ":".join(str(jar) for jar in provision.jars_of(versions.LANCE_ARROW_JARS))
 
 
 def s3a_confs(minio: MinioEndpoint) -> dict[str, str]:
@@ -109,6 +119,9 @@ def render_server_confs(
         confs.update(s3a_confs(minio))
     if flavor == "cluster":
         confs.update({"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2"})
+    class_path = driver_class_path(flavor)
+    if class_path:
+        confs["spark.driver.extraClassPath"] = class_path
     confs.update(extra or {})
     return confs
 

@@ -180,24 +180,37 @@ def cluster_server_url(
 
 
 @pytest.fixture(scope="session")
-def spark(hudi_server_url: str) -> Iterator[SparkSession]:
-    """A Connect session on the Hudi server, checked to be set up for Hudi."""
-    session = connect(hudi_server_url)
-    require_hudi_server(session)
+def lance_server_url(
+    shared_services: SharedServices, hudi_connect_backend: Backend, minio_endpoint: MinioEndpoint
+) -> str:
+    """A Hudi Connect server that can also write Lance base files (Hudi 1.2 with Lance's jars)."""
+    return _server(shared_services, hudi_connect_backend, "hudi-lance", minio_endpoint).url
+
+
+def _session(url: str, *, hudi: bool) -> Iterator[SparkSession]:
+    session = connect(url)
+    if hudi:
+        require_hudi_server(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(hudi_server_url: str) -> Iterator[SparkSession]:
+    """A Connect session on the Hudi server, checked to be set up for Hudi."""
+    yield from _session(hudi_server_url, hudi=True)
 
 
 @pytest.fixture(scope="session")
 def plain_spark(plain_server_url: str) -> Iterator[SparkSession]:
-    session = connect(plain_server_url)
-    yield session
-    session.stop()
+    yield from _session(plain_server_url, hudi=False)
+
+
+@pytest.fixture(scope="session")
+def lance_spark(lance_server_url: str) -> Iterator[SparkSession]:
+    yield from _session(lance_server_url, hudi=True)
 
 
 @pytest.fixture(scope="session")
 def cluster_spark(cluster_server_url: str) -> Iterator[SparkSession]:
-    session = connect(cluster_server_url)
-    require_hudi_server(session)
-    yield session
-    session.stop()
+    yield from _session(cluster_server_url, hudi=True)

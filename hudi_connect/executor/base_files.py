@@ -1,0 +1,56 @@
+"""Reading a base file on an executor: Parquet with pyarrow, Lance with pylance.
+
+Hudi 1.2 writes Lance base files (``hoodie.table.base.file.format=LANCE``) as single Lance
+files of format 2.0, meta columns first, named like Parquet base files but ending in
+``.lance``. Lance's object store takes ``s3://`` (not ``s3a://``) with its options from
+the executor's environment, like the rest of :mod:`hudi_connect.executor.storage`.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_connect.errors import UnsupportedTableFeatureError
+from hudi_connect.executor.storage import filesystem_for
+
+LANCE_SUFFIX = ".lance"
+
+
+def read_base_file(uri: str) -> pa.Table:
+    """Every record of the base file at ``uri``."""
+    if uri.endswith(LANCE_SUFFIX):
+        return read_lance_file(uri)
+    filesystem, path = filesystem_for(uri)
+    with filesystem.open_input_file(path) as handle:
+        return pq.ParquetFile(handle).read(use_threads=False)
+
+
+def read_lance_file(uri: str) -> pa.Table:
+    try:
+        from lance.file import LanceFileReader
+    except ImportError as error:  # the server's worker Python lacks pylance
+        raise UnsupportedTableFeatureError(
+            "Lance base files", "base file", uri.rsplit("/", 1)[-1], where="this server's Python workers",
+            detail="install pylance in the Python of the server's workers to read them") from error
+    parsed = urlparse(uri)
+    if parsed.scheme in ("s3a", "s3", "s3n"):
+        location, options = f"s3://{parsed.netloc}{parsed.path}", _s3_options()
+    else:
+        location, options = (parsed.path if parsed.scheme == "file" else uri), None
+    return LanceFileReader(location, storage_options=options).read_all().to_table()
+
+
+def _s3_options() -> dict[str, str]:
+    env = os.environ
+    options = {"region": env.get("AWS_REGION", "us-east-1")}
+    if env.get("AWS_ENDPOINT_URL"):
+        options["endpoint"] = env["AWS_ENDPOINT_URL"]
+        options["allow_http"] = str(env["AWS_ENDPOINT_URL"].startswith("http:")).lower()
+    if env.get("AWS_ACCESS_KEY_ID"):
+        options["access_key_id"] = env["AWS_ACCESS_KEY_ID"]
+        options["secret_access_key"] = env.get("AWS_SECRET_ACCESS_KEY", "")
+    return options

@@ -1,0 +1,194 @@
+"""The conformance matrix: tables Hudi writes across its configuration space, chosen pairwise.
+
+Each :class:`Cell` is one table configuration; :func:`cells` covers every pair of
+dimension values at least once (allpairspy), under the constraints Hudi itself
+imposes. :func:`write_history` writes the same history into any cell through
+Hudi's Spark datasource on the Hudi server, with Hudi's own options (not
+``HudiTable``'s defaults), so the table is exactly what a Hudi user would have.
+
+History (keys ``id`` 0..27, partitions a/b/c, ordering field ``ts``):
+1. insert ids 0..23 (ts 10);
+2. upsert ids 0..5 (ts 20, win), ids 6..7 (ts 5: lose under event-time ordering,
+   win under commit-time), insert ids 24..27;
+3. delete ids 8..10;
+4. upsert ids 11..14, with a new column ``extra`` when the cell adds one;
+5. upsert ids 15..17 (MOR: after an inline compaction on the fourth delta commit).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from allpairspy import AllPairs
+from pyspark.sql import DataFrame, SparkSession
+
+DIMENSIONS: OrderedDict[str, list[str]] = OrderedDict([
+    ("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"]),
+    ("version", ["6", "8", "9"]),
+    ("key_generator", ["simple", "complex", "nonpartitioned", "timestamp", "custom"]),
+    ("log_format", ["avro", "parquet"]),
+    ("merge", ["event_time", "commit_time", "partial_update", "overwrite_non_defaults"]),
+    ("index", ["BLOOM", "SIMPLE", "RECORD_INDEX", "BUCKET"]),
+    ("metadata", ["on", "off"]),
+    ("cdc", ["off", "DATA_BEFORE_AFTER", "OP_KEY_ONLY"]),
+    ("schema_change", ["none", "add_column"]),
+])
+_INDEX = {name: i for i, name in enumerate(DIMENSIONS)}
+
+
+def _allowed(values: list[str]) -> bool:
+    """Constraints of Hudi itself (and of meaning): checked on partial rows as allpairspy builds them."""
+    def get(name: str) -> str | None:
+        i = _INDEX[name]
+        return values[i] if i < len(values) else None
+
+    if get("table_type") == "COPY_ON_WRITE" and get("log_format") == "parquet":
+        return False  # COW writes no log blocks
+    return not (get("index") == "RECORD_INDEX" and get("metadata") == "off")  # the record index lives there
+
+
+@dataclass(frozen=True)
+class Cell:
+    table_type: str
+    version: str
+    key_generator: str
+    log_format: str
+    merge: str
+    index: str
+    metadata: str
+    cdc: str
+    schema_change: str
+
+    @property
+    def id(self) -> str:
+        return "-".join(str(v) for v in asdict(self).values())
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+
+def cells() -> list[Cell]:
+    """Every pair of values of any two dimensions, in a stable order; and again on MOR tables alone,
+    where the readers merge log files themselves."""
+    found = [Cell(*row) for row in AllPairs(list(DIMENSIONS.values()), filter_func=_allowed)]
+    mor_only = [["MERGE_ON_READ"] if name == "table_type" else values for name, values in DIMENSIONS.items()]
+    found += [Cell(*row) for row in AllPairs(mor_only, filter_func=_allowed)]
+    return list(dict.fromkeys(found))
+
+
+def ci_slice(all_cells: list[Cell]) -> list[Cell]:
+    """The cells CI runs on every change: every fourth, topped up so that each value of each dimension
+    is in at least one."""
+    chosen = all_cells[::4]
+    for name, values in DIMENSIONS.items():
+        for value in values:
+            if not any(getattr(c, name) == value for c in chosen):
+                chosen.append(next(c for c in all_cells if getattr(c, name) == value))
+    return chosen
+
+
+SCHEMA = ("id int, k2 string, part string, ts long, event_ms long, name string, amount decimal(12,2), "
+          "big decimal(24,4), d date, t timestamp, b binary, tags array<string>, attrs map<string,int>, "
+          "info struct<a:int,b:string>")
+EXTRA_SCHEMA = SCHEMA + ", extra string"
+_KEYGEN = "org.apache.hudi.keygen."
+_PAYLOADS = {
+    "event_time": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+    "commit_time": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    "partial_update": "org.apache.hudi.common.model.PartialUpdateAvroPayload",
+    "overwrite_non_defaults": "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload",
+}
+_MERGE_MODES = {"event_time": "EVENT_TIME_ORDERING", "commit_time": "COMMIT_TIME_ORDERING"}
+
+
+def writer_options(cell: Cell, name: str) -> dict[str, str]:
+    """Hudi's writer options for the cell, as a Hudi user would set them."""
+    options = {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.table.type": cell.table_type,
+        "hoodie.write.table.version": cell.version,
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": "false",
+        "hoodie.metadata.enable": "true" if cell.metadata == "on" else "false",
+        "hoodie.index.type": cell.index,
+        "hoodie.clean.automatic": "false",
+        "hoodie.parquet.small.file.limit": "0",  # keep inserts in new files, so Hudi's CDC query can read them
+        "hoodie.datasource.write.payload.class": _PAYLOADS[cell.merge],
+        "hoodie.logfile.data.block.format": cell.log_format,
+    }
+    if cell.merge in _MERGE_MODES and cell.version != "6":
+        options["hoodie.record.merge.mode"] = _MERGE_MODES[cell.merge]
+    if cell.metadata == "on":
+        options["hoodie.metadata.index.column.stats.enable"] = "true"
+    if cell.index == "RECORD_INDEX":
+        options["hoodie.metadata.record.index.enable"] = "true"
+    if cell.index == "BUCKET":
+        options["hoodie.bucket.index.num.buckets"] = "2"
+    if cell.cdc != "off":
+        options["hoodie.table.cdc.enabled"] = "true"
+        options["hoodie.table.cdc.supplemental.logging.mode"] = cell.cdc
+    if cell.is_mor:
+        options["hoodie.compact.inline"] = "true"
+        options["hoodie.compact.inline.max.delta.commits"] = "4"
+    keys = {
+        "simple": ("id", "part", "SimpleKeyGenerator"),
+        "complex": ("id,k2", "part,k2", "ComplexKeyGenerator"),
+        "nonpartitioned": ("id", "", "NonpartitionedKeyGenerator"),
+        "timestamp": ("id", "event_ms", "TimestampBasedKeyGenerator"),
+        "custom": ("id", "part:SIMPLE", "CustomKeyGenerator"),
+    }[cell.key_generator]
+    options["hoodie.datasource.write.recordkey.field"] = keys[0]
+    options["hoodie.datasource.write.partitionpath.field"] = keys[1]
+    options["hoodie.datasource.write.keygenerator.class"] = _KEYGEN + keys[2]
+    if cell.key_generator == "timestamp":
+        options |= {
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+            "hoodie.keygen.timebased.timezone": "UTC",
+        }
+    return options
+
+
+def _row(key: int, ts: int, name: str) -> tuple[Any, ...]:
+    day = dt.date(2024, 1, 1 + key % 3)
+    row: tuple[Any, ...] = (
+        key, f"k{key % 2}", "abc"[key % 3], ts,
+        int(dt.datetime(2024, 1, 1 + key % 3, tzinfo=dt.UTC).timestamp() * 1000),
+        name if key % 7 else None,  # nulls at the top level
+        decimal.Decimal(f"{key}.{ts % 100:02d}"), decimal.Decimal(f"12345678901234567890.{key:04d}"),
+        day, dt.datetime(2024, 1, 1 + key % 3, 10, key % 60, 30), bytes([key, ts % 256]),
+        # no null array elements: Hudi's Avro-Parquet writer rejects them (parquet.avro.write-old-list-structure)
+        [f"t{key}", "x"] if key % 4 else None, {"n": key} if key % 5 else None,
+        (key, None if key % 3 else f"s{key}"),
+    )
+    return row
+
+
+def write_history(spark: SparkSession, cell: Cell, path: str, extra_options: dict[str, str] | None = None,
+                  drop_columns: tuple[str, ...] = ()) -> None:
+    """The module's history, written through Hudi's datasource with the cell's options (and ``extra_options``),
+    without ``drop_columns`` (for formats that cannot hold them)."""
+    options = writer_options(cell, "conformance") | (extra_options or {})
+
+    def write(rows: list[tuple[Any, ...]], operation: str, schema: str = SCHEMA) -> None:
+        df: DataFrame = spark.createDataFrame(rows, schema).drop(*drop_columns)
+        df.write.format("hudi").options(**options).option("hoodie.datasource.write.operation", operation) \
+            .mode("append").save(path)
+
+    write([_row(k, 10, f"n{k}") for k in range(24)], "insert")
+    write([_row(k, 20, f"u{k}") for k in range(6)] + [_row(k, 5, f"late{k}") for k in (6, 7)]
+          + [_row(k, 20, f"n{k}") for k in range(24, 28)], "upsert")
+    write([_row(k, 30, "gone") for k in (8, 9, 10)], "delete")
+    if cell.schema_change == "add_column":
+        write([(*_row(k, 40, f"x{k}"), f"e{k}") for k in range(11, 15)], "upsert", EXTRA_SCHEMA)
+        write([(*_row(k, 50, f"y{k}"), None if k % 2 else f"f{k}") for k in range(15, 18)], "upsert",
+              EXTRA_SCHEMA)
+    else:
+        write([_row(k, 40, f"x{k}") for k in range(11, 15)], "upsert")
+        write([_row(k, 50, f"y{k}") for k in range(15, 18)], "upsert")
+
