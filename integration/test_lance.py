@@ -2,24 +2,27 @@
 
 Hudi writes the tables on the ``hudi-lance`` server (Hudi 1.2 with the Lance jars it does not bundle);
 our readers on the plain server, whose workers read ``.lance`` files with pylance, must equal Hudi's own
-snapshot, time travel, incremental and change queries on the same server. History: the conformance
-matrix's (:mod:`integration.conformance_matrix`), so inserts, updates that lose and win under
-event-time ordering, deletes and (MOR) an inline compaction into Lance base files.
+snapshot, time travel, incremental and change queries on the same server, and hudi-rs's snapshot.
+History: the conformance matrix's (:mod:`integration.conformance_matrix`), so inserts, updates that
+lose and win under event-time ordering, deletes and (MOR) an inline compaction into Lance base files.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.testing.compare import arrow_multiset
 from integration.conformance_matrix import Cell, write_history
-from integration.test_conformance_matrix import assert_equal_reads, change_events
+from integration.test_conformance_matrix import IGNORED, assert_equal_reads, change_events, multiset
 
 LANCE_OPTIONS = {
     "hoodie.table.base.file.format": "LANCE",
@@ -45,4 +48,9 @@ def test_lance_tables_read_equal_hudis(lance_spark: SparkSession, plain_spark: S
     assert_equal_reads(plain_spark, table, cell)
     ours = change_events(ChangeQuery(plain_spark, path).changes("earliest"))
     assert sum(ours.values()) > 20
-    assert TableReader(plain_spark, path).snapshot().count() == 25  # ids 0..27 less the three deleted
+    snapshot = TableReader(plain_spark, path).snapshot()
+    assert snapshot.count() == 25  # ids 0..27 less the three deleted
+    # hudi-rs reads Lance base files too: the second, independent oracle
+    theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(path).build().read())
+    columns = sorted(c for c in snapshot.columns if c in theirs.column_names and c not in IGNORED)
+    assert multiset(snapshot, columns) == arrow_multiset(theirs, columns)
