@@ -29,6 +29,18 @@ from hudi_connect.executor.storage import join
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, valid_block_instants
+from hudi_connect.format.internal_schema import (
+    LATEST_SCHEMA_KEY,
+    ColumnRenames,
+    renames_needed,
+    version_at,
+    versions_with_renames,
+)
+from hudi_connect.format.schema_evolution import (
+    TypeChange,
+    check_promotable,
+    schema_history_changes,
+)
 from hudi_connect.format.spec_models import TableDefinition
 from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.table_features import (
@@ -56,6 +68,8 @@ class ReadPlan:
     schema: StructType  # the same, as Spark sees it
     commit_times: frozenset[str] | None = None
     predicates: tuple[Expression, ...] = ()
+    type_changes: tuple[TypeChange, ...] = ()  # older files hold some columns in another type
+    column_renames: ColumnRenames = ()  # schema on read: older files name some columns differently
 
     @property
     def base_files(self) -> int:
@@ -113,6 +127,13 @@ class TableReader:
         if schema_json is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema at {as_of or 'its latest'}")
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
+        where = f"the table at {self._base_path}"
+        renames = self._column_renames(timeline, metadata, schema_commits)
+        changes: list[TypeChange] = []
+        if not renames:  # with renames, names do not identify columns: workers promote each file's own types
+            written = [metadata[c] for c in schema_commits if c in metadata]
+            changes = schema_history_changes(props, written, arrow_schema)
+            check_promotable(changes, where=where)
         state = TableState(timeline, metadata, TableDefinition.of(self._base_path, props, arrow_schema))
         slices = [s for snapshot in self.index.list_files_at(as_of, predicates, state=state)
                   for s in snapshot.file_slices]
@@ -121,14 +142,28 @@ class TableReader:
             touched = {(s.partition_path, s.file_id) for i in commits_in_range for s in metadata[i].write_stats}
             slices = [s for s in slices if (s.partition, s.file_id) in touched]
             commit_times = frozenset(i.requested_time for i in commits_in_range)
-        return ReadPlan(tuple(slices), arrow_schema, from_arrow_schema(arrow_schema), commit_times, tuple(predicates))
+        spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)  # local-timestamp: ntz
+        return ReadPlan(tuple(slices), arrow_schema, spark_schema, commit_times, tuple(predicates), tuple(changes),
+                        renames)
+
+    def _column_renames(self, timeline: Timeline, metadata: dict[Instant, CommitMetadata],
+                        schema_commits: list[Instant]) -> ColumnRenames:
+        """Schema on read: each schema version's columns under the read's names, if any differ."""
+        if not any(LATEST_SCHEMA_KEY in m.extra_metadata for m in metadata.values()):
+            return ()
+        versions = self.view.schema_history(timeline)
+        reader = version_at(versions, schema_commits[-1].requested_time) if versions and schema_commits else None
+        if reader is None or not renames_needed(versions, reader):
+            return ()
+        return versions_with_renames(versions, reader, where=f"the table at {self._base_path}")
 
     def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
         props = self.view.properties
         parts: list[DataFrame] = []
-        # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance)
-        by_spark = [bool(s.base_file and not s.log_files and s.base_file.name.endswith(".parquet"))
-                    for s in plan.slices]
+        # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance,
+        # and every slice once a column changed type: Spark's scan would not promote old values as Hudi does)
+        by_spark = [bool(s.base_file and not s.log_files and s.base_file.name.endswith(".parquet")
+                         and not plan.type_changes and not plan.column_renames) for s in plan.slices]
         plain = [s for s, spark in zip(plan.slices, by_spark, strict=True) if spark]
         merged = [s for s, spark in zip(plan.slices, by_spark, strict=True) if not spark]
         if plain:
@@ -147,6 +182,7 @@ class TableReader:
                 valid_instants=valid_block_instants(timeline, as_of) if plan.commit_times is None
                 else plan.commit_times,
                 commit_times=plan.commit_times,
+                column_renames=plan.column_renames,
             )
             rows = [(s.partition, s.file_id, _base_name(s, plan.commit_times), [f.name for f in s.log_files])
                     for s in merged]
@@ -167,7 +203,7 @@ class TableReader:
               predicates: Sequence[Expression] = (), *, read_optimized: bool = False) -> tuple[DataFrame, ReadPlan]:
         timeline = self.view.timeline()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
-        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
+        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates)
         if read_optimized:  # base files only: what compaction has merged so far
             bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)

@@ -11,7 +11,10 @@ History (keys ``id`` 0..27, partitions a/b/c, ordering field ``ts``):
 2. upsert ids 0..5 (ts 20, win), ids 6..7 (ts 5: lose under event-time ordering,
    win under commit-time), insert ids 24..27;
 3. delete ids 8..10;
-4. upsert ids 11..14, with a new column ``extra`` when the cell adds one;
+4. upsert ids 11..14, with a new column ``extra`` when the cell adds one, or with ``score`` (int),
+   ``ratio`` (float) and ``code`` (int) widened to long, double and string when the cell widens types,
+   or, under schema on read, followed by ALTER TABLE renaming ``name`` to ``title``, dropping ``code``,
+   widening ``score`` and adding ``extra`` (the later writes use that schema, and a sixth upserts ids 0..3);
 5. upsert ids 15..17 (MOR: after an inline compaction on the fourth delta commit).
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,7 +39,7 @@ DIMENSIONS: OrderedDict[str, list[str]] = OrderedDict([
     ("index", ["BLOOM", "SIMPLE", "RECORD_INDEX", "BUCKET"]),
     ("metadata", ["on", "off"]),
     ("cdc", ["off", "DATA_BEFORE_AFTER", "OP_KEY_ONLY"]),
-    ("schema_change", ["none", "add_column"]),
+    ("schema_change", ["none", "add_column", "widen_types", "schema_on_read"]),
 ])
 _INDEX = {name: i for i, name in enumerate(DIMENSIONS)}
 
@@ -51,8 +55,16 @@ def _allowed(values: list[str]) -> bool:
     if get("index") == "RECORD_INDEX" and get("metadata") == "off":
         return False  # the record index lives there
     # Hudi 1.2 fails to compact and to read MOR tables of version 6 or 8 with PartialUpdateAvroPayload
-    return not (get("table_type") == "MERGE_ON_READ" and get("version") in ("6", "8")
-                and get("merge") == "partial_update")
+    if get("table_type") == "MERGE_ON_READ" and get("version") in ("6", "8") and get("merge") == "partial_update":
+        return False
+    # nor can it update the record index of a version-6 MOR table after a widening ("cannot support rewrite
+    # value for schema type: int since the old schema type is: long", reading the older log blocks)
+    if get("table_type") == "MERGE_ON_READ" and get("version") == "6" and get("index") == "RECORD_INDEX" \
+            and get("schema_change") == "widen_types":
+        return False
+    # nor read a timestamp key generator's table with schema on read (its partition column typed as a string
+    # meets the long in the files: "PlainLongDictionary" UnsupportedOperationException), so there is no oracle
+    return not (get("key_generator") == "timestamp" and get("schema_change") == "schema_on_read")
 
 
 @dataclass(frozen=True)
@@ -98,8 +110,15 @@ def ci_slice(all_cells: list[Cell]) -> list[Cell]:
 
 SCHEMA = ("id int, k2 string, part string, ts long, event_ms long, name string, amount decimal(12,2), "
           "big decimal(24,4), d date, t timestamp, b binary, tags array<string>, attrs map<string,int>, "
-          "info struct<a:int,b:string>")
+          "info struct<a:int,b:string>, tn timestamp_ntz, score int, ratio float, code int")
 EXTRA_SCHEMA = SCHEMA + ", extra string"
+# Type changes Hudi allows a writer (int to long, float to double, int to string): older files keep the old type
+WIDE_SCHEMA = SCHEMA.replace("score int, ratio float, code int", "score long, ratio double, code string")
+# Schema on read: ALTER TABLE renames name to title, drops code, widens score and adds extra (columns by id)
+EVOLVED_SCHEMA = SCHEMA.replace("name string", "title string").replace(", code int", "").replace(
+    "score int", "score long") + ", extra string"
+_SCHEMA_ON_READ = {"hoodie.schema.on.read.enable": "true",
+                   "hoodie.datasource.write.schema.allow.auto.evolution.column.drop": "true"}
 _KEYGEN = "org.apache.hudi.keygen."
 _PAYLOADS = {
     "event_time": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
@@ -136,6 +155,8 @@ def writer_options(cell: Cell, name: str) -> dict[str, str]:
     if cell.cdc != "off":
         options["hoodie.table.cdc.enabled"] = "true"
         options["hoodie.table.cdc.supplemental.logging.mode"] = cell.cdc
+    if cell.schema_change == "schema_on_read":
+        options |= _SCHEMA_ON_READ
     if cell.is_mor:
         options["hoodie.compact.inline"] = "true"
         options["hoodie.compact.inline.max.delta.commits"] = "4"
@@ -168,9 +189,36 @@ def _row(key: int, ts: int, name: str) -> tuple[Any, ...]:
         day, dt.datetime(2024, 1, 1 + key % 3, 10, key % 60, 30), bytes([key, ts % 256]),
         # no null array elements: Hudi's Avro-Parquet writer rejects them (parquet.avro.write-old-list-structure)
         [f"t{key}", "x"] if key % 4 else None, {"n": key} if key % 5 else None,
-        (key, None if key % 3 else f"s{key}"),
+        (key, None if key % 3 else f"s{key}"), dt.datetime(2024, 1, 1 + key % 3, 8, key % 60, 15, 250000),
+        key, key + 0.1, key * 3,
     )
     return row
+
+
+def _wide_row(key: int, ts: int, name: str) -> tuple[Any, ...]:
+    return (*_row(key, ts, name)[:-3], 2**33 + key, key + 0.3, f"c{key}")
+
+
+def _evolved_row(key: int, ts: int, name: str, extra: str | None) -> tuple[Any, ...]:
+    row = _row(key, ts, name)
+    return (*row[:-3], 2**33 + key, row[-2], extra)
+
+
+def _alter_table(spark: SparkSession, path: str) -> None:
+    """Hudi's ALTER TABLE on the table at ``path`` (through a catalog entry), as a schema-on-read user would."""
+    name = f"conformance_{uuid.uuid4().hex[:12]}"
+    for key, value in _SCHEMA_ON_READ.items():
+        spark.conf.set(key, value)
+    try:
+        spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{path}'")
+        spark.sql(f"ALTER TABLE {name} RENAME COLUMN name TO title")
+        spark.sql(f"ALTER TABLE {name} DROP COLUMN code")
+        spark.sql(f"ALTER TABLE {name} ALTER COLUMN score TYPE bigint")
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS (extra string)")
+        spark.sql(f"DROP TABLE {name}")  # the catalog entry only: the table's files stay
+    finally:
+        for key in _SCHEMA_ON_READ:
+            spark.conf.unset(key)
 
 
 def write_history(spark: SparkSession, cell: Cell, path: str, extra_options: dict[str, str] | None = None,
@@ -178,6 +226,8 @@ def write_history(spark: SparkSession, cell: Cell, path: str, extra_options: dic
     """The module's history, written through Hudi's datasource with the cell's options (and ``extra_options``),
     without ``drop_columns`` (for formats that cannot hold them)."""
     options = writer_options(cell, "conformance") | (extra_options or {})
+    if cell.schema_change == "schema_on_read":  # Hudi's InternalSchema has no type for timestamp_ntz
+        drop_columns = (*drop_columns, "tn")
 
     def write(rows: list[tuple[Any, ...]], operation: str, schema: str = SCHEMA) -> None:
         df: DataFrame = spark.createDataFrame(rows, schema).drop(*drop_columns)
@@ -192,6 +242,15 @@ def write_history(spark: SparkSession, cell: Cell, path: str, extra_options: dic
         write([(*_row(k, 40, f"x{k}"), f"e{k}") for k in range(11, 15)], "upsert", EXTRA_SCHEMA)
         write([(*_row(k, 50, f"y{k}"), None if k % 2 else f"f{k}") for k in range(15, 18)], "upsert",
               EXTRA_SCHEMA)
+    elif cell.schema_change == "schema_on_read":
+        write([_row(k, 40, f"x{k}") for k in range(11, 15)], "upsert")
+        _alter_table(spark, path)  # after an upsert: Hudi's ALTER TABLE cannot find a schema in a delete commit
+        write([_evolved_row(k, 50, f"y{k}", None) for k in range(15, 18)], "upsert", EVOLVED_SCHEMA)
+        # records of files written before the rename, updated after it (MOR: new names in logs, old in bases)
+        write([_evolved_row(k, 60, f"z{k}", f"e{k}") for k in range(4)], "upsert", EVOLVED_SCHEMA)
+    elif cell.schema_change == "widen_types":
+        write([_wide_row(k, 40, f"x{k}") for k in range(11, 15)], "upsert", WIDE_SCHEMA)
+        write([_wide_row(k, 50, f"y{k}") for k in range(15, 18)], "upsert", WIDE_SCHEMA)
     else:
         write([_row(k, 40, f"x{k}") for k in range(11, 15)], "upsert")
         write([_row(k, 50, f"y{k}") for k in range(15, 18)], "upsert")

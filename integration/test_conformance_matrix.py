@@ -98,6 +98,10 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell) 
     def compare(ours: DataFrame, theirs: DataFrame, what: str) -> None:
         assert set(ours.columns) - IGNORED == set(theirs.columns) - IGNORED, what
         columns = sorted(set(ours.columns) - IGNORED)
+        types = {f.name: f.dataType.simpleString() for f in theirs.schema.fields if f.name in columns}
+        if cell.key_generator == "timestamp":
+            types.pop("event_ms")  # see below
+        assert {f.name: f.dataType.simpleString() for f in ours.schema.fields if f.name in types} == types, what
         if cell.key_generator == "timestamp":
             # Hudi's Spark reader types a timestamp key generator's partition column as a string (of the
             # value in the data file); ours keeps the data file's type, as hudi-rs does. Compare the values.
@@ -117,6 +121,10 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell) 
         with pytest.raises(UnsupportedTableFeatureError, match="partial updates"):
             ChangeQuery(plain_spark, path)
         return "equal; change queries refused (partial updates)"
+    if cell.schema_change == "schema_on_read":
+        with pytest.raises(UnsupportedTableFeatureError, match="schema-on-read evolution in change queries"):
+            ChangeQuery(plain_spark, path).changes("earliest").collect()
+        return "equal; change queries refused (schema on read)"
     query = ChangeQuery(plain_spark, path)
     for begin, end in (("earliest", None), (commits[1], commits[3])):
         ours = change_events(query.changes(begin, end))
@@ -153,7 +161,7 @@ def test_timestamp_key_generator_tables_read_equal_hudi_rs(
     # partition paths like 2024/01/02 made from an epoch-millis column: the second, independent oracle
     cell = Cell(table_type, "9", "timestamp", "avro", "event_time", "BLOOM", "off", "off", "none")
     path = str(tmp_path / "table")
-    write_history(spark, cell, path)
+    write_history(spark, cell, path, drop_columns=("tn",))  # hudi-rs cannot read timestamp_ntz yet (it panics)
     ours = TableReader(plain_spark, path).snapshot()
     theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(path).build().read())
     columns = sorted(c for c in ours.columns if c in theirs.column_names and c not in IGNORED)

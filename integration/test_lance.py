@@ -38,8 +38,9 @@ def test_lance_tables_read_equal_hudis(lance_spark: SparkSession, plain_spark: S
     # refuses Lance ("Lance base file format is currently only supported with the Spark engine")
     cell = Cell(table_type, "9", "simple", "avro", "event_time", "BUCKET", "off", "DATA_BEFORE_AFTER", "none")
     path = str(tmp_path / "table")
-    # Lance file format 2.0 has no map encoding (its writer aborts the JVM), so no map column
-    write_history(lance_spark, cell, path, extra_options=LANCE_OPTIONS, drop_columns=("attrs",))
+    # Lance file format 2.0 has no map encoding (its writer aborts the JVM), so no map column; nor a
+    # timestamp_ntz one, which hudi-rs 0.x cannot read ("not yet implemented")
+    write_history(lance_spark, cell, path, extra_options=LANCE_OPTIONS, drop_columns=("attrs", "tn"))
     table = HudiTable.open(lance_spark, path)
     assert table.properties.base_file_format == "LANCE"
     slices = [s for snapshot in FileIndex(plain_spark, path).list_files_at() for s in snapshot.file_slices]

@@ -239,9 +239,9 @@ def test_log_blocks_that_need_an_unimplemented_merge_are_refused() -> None:
         refuse_unsupported_block(block(COMPACTED_BLOCK_TIMES="20250101000000000"), "f.log")
 
 
-def test_schema_on_read_commits_and_log_compaction_are_refused() -> None:
+def test_schema_on_read_is_refused_in_change_queries_and_log_compaction_everywhere() -> None:
     check_commit_readable({"schema": "{}"}, instant="20250101000000000")
-    with pytest.raises(UnsupportedTableFeatureError, match="schema-on-read"):
+    with pytest.raises(UnsupportedTableFeatureError, match="schema-on-read evolution in change queries"):
         check_commit_readable({"latest_schema": '{"max_column_id": 3}'}, instant="20250101000000000")
     commit = Instant("20250101000000000", Action.DELTA_COMMIT, InstantState.COMPLETED, "20250101000000001")
     pending = Instant("20250102000000000", Action.LOG_COMPACTION, InstantState.REQUESTED)
@@ -249,3 +249,10 @@ def test_schema_on_read_commits_and_log_compaction_are_refused() -> None:
     check_timeline_readable(Timeline((commit,)), metadata)
     with pytest.raises(UnsupportedTableFeatureError, match="log compaction"):
         check_timeline_readable(Timeline((commit, pending)), metadata)
+    with pytest.raises(UnsupportedTableFeatureError, match="log compaction"):
+        check_timeline_readable(Timeline((commit, pending)), metadata, schema_on_read=True)
+    # the snapshot readers and listing match columns by id (hudi_connect.format.internal_schema)
+    evolved = {commit: CommitMetadata("UPSERT", (), {}, {"latest_schema": '{"max_column_id": 3}'})}
+    check_timeline_readable(Timeline((commit,)), evolved, schema_on_read=True)
+    with pytest.raises(UnsupportedTableFeatureError, match="change queries"):
+        check_timeline_readable(Timeline((commit,)), evolved)

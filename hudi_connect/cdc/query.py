@@ -27,6 +27,7 @@ from hudi_connect.executor.slices import SliceReadConfig
 from hudi_connect.format.commit_metadata import latest_schema_json
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.format.schema_evolution import check_promotable, schema_history_changes
 from hudi_connect.format.table_config import CdcLoggingMode
 from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_timeline_readable
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
@@ -37,7 +38,14 @@ from hudi_connect.spec.spark_columns import all_of
 
 ChangeFormat = Literal["hudi", "typed", "debezium"]
 # Hudi writes every field of an image, nulls included
-JSON_OPTIONS = {"ignoreNullFields": "false"}
+# The canonical rendering of images (README, "What hudi-connect reads"): nulls kept, decimals exact, binary
+# base64, timestamps ISO 8601 to the microsecond (Spark's default would cut them to milliseconds), in UTC
+JSON_OPTIONS = {
+    "ignoreNullFields": "false",
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "timeZone": "UTC",
+}
 
 
 class ChangeQuery:
@@ -86,12 +94,14 @@ class ChangeQuery:
         check_timeline_readable(view.timeline(), metadata, where=f"the table at {self._base_path}")
         schema_json = self._record_schema_json(commits)
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
+        check_promotable(schema_history_changes(props, list(metadata.values()), arrow_schema),
+                         where=f"the table at {self._base_path}")
         keep = self._reader.index.partition_filter(arrow_schema, conjunction(predicates))
         splits = [s for s in infer_splits(commits, metadata, in_range) if keep.keeps(s.partition)]
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        spark_schema = from_arrow_schema(arrow_schema)
-        events_schema = from_arrow_schema(event_schema(arrow_schema))
+        spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)
+        events_schema = from_arrow_schema(event_schema(arrow_schema), prefer_timestamp_ntz=True)
         if not splits:
             return self._spark.createDataFrame([], events_schema), spark_schema
         timeline = view.timeline()

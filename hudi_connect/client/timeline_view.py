@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from hudi_connect.client import remote_files
 from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
 from hudi_connect.format.table_config import TableProperties, parse_java_properties
 from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
 
@@ -81,6 +82,15 @@ class TimelineView:
                 if data is not None:
                     self._metadata_cache[path] = decode_commit_metadata(data, name=path)
         return {i: self._metadata_cache[p] for p, i in wanted.items() if p in self._metadata_cache}
+
+    def schema_history(self, timeline: Timeline) -> list[SchemaVersion]:
+        """Schema-on-read versions, oldest first (none for tables without schema on read)."""
+        directory = f"{self._base_path}/.hoodie/{HISTORY_DIR}"
+        names = [f.name for f in remote_files.list_files(self._spark, f"{directory}/*.schemacommit")]
+        completed = (i.requested_time for i in timeline if i.is_completed)
+        name = latest_history_file(names, completed)
+        content = remote_files.read_file(self._spark, f"{directory}/{name}") if name else None
+        return schema_history(content.decode("utf-8")) if content else []
 
     def find_latest_completed_action_at(self, time: str) -> Instant | None:
         """The last completed instant requested at or before ``time`` (RFC-64)."""

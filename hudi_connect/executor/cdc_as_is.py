@@ -20,6 +20,7 @@ from hudi_connect.executor.slices import SliceReadConfig, _record_keys
 from hudi_connect.executor.storage import join, read_bytes
 from hudi_connect.format.log.blocks import data_block_records
 from hudi_connect.format.log.format import LogBlockType, read_log_blocks
+from hudi_connect.format.schema_evolution import promote
 
 Events = tuple[pa.Array, pa.Array, pa.StructArray, pa.StructArray]  # ops, record keys, before, after images
 
@@ -38,15 +39,9 @@ def cdc_records(config: SliceReadConfig, cdc_files: list[str], instant: str) -> 
 
 
 def aligned_images(values: pa.StructArray, image_type: pa.StructType) -> pa.StructArray:
-    """``values`` as structs of ``image_type``: fields matched by name, missing ones (meta columns) null."""
-    if values.type == image_type:
-        return values
-    children = dict(zip((f.name for f in values.type), values.flatten(), strict=True))
-    arrays = []
-    for field in image_type:
-        child = children.get(field.name)
-        arrays.append(pa.nulls(len(values), field.type) if child is None else child.cast(field.type))
-    return pa.StructArray.from_arrays(arrays, fields=list(image_type), mask=pc.invert(values.is_valid()))
+    """``values`` as structs of ``image_type``: fields matched by name, missing ones (meta columns) null,
+    older types promoted as Hudi promotes them."""
+    return promote(values, image_type, "image")
 
 
 def image_keys(images: pa.StructArray, config: SliceReadConfig) -> pa.Array:

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_connect.executor.cdc_as_is import aligned_images, before_after_events, before_only_events, cdc_records
-from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, _align, _record_keys, read_slice
+from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, _record_keys, read_slice
+from hudi_connect.format.schema_evolution import align
 
 SPLITS_DDL = (
     "instant string, completion_time string, partition string, file_id string, "
@@ -53,7 +54,7 @@ def _state(config: SliceReadConfig, row: dict[str, Any], side: str) -> pa.Table:
 
 def images(table: pa.Table, schema: pa.Schema) -> pa.StructArray:
     """Each record of ``table`` as one struct value of ``schema``."""
-    aligned = _align(table, schema)
+    aligned = align(table, schema)
     return pa.StructArray.from_arrays([c.combine_chunks() for c in aligned.columns], fields=list(schema))
 
 

@@ -18,9 +18,12 @@ import pyarrow.fs as pafs
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.base_files import read_base_file
 from hudi_connect.executor.storage import filesystem_for, join, read_bytes
+from hudi_connect.format.fs_view import base_file_instant
+from hudi_connect.format.internal_schema import ColumnRenames, with_reader_names
 from hudi_connect.format.log.blocks import data_block_records, delete_records, rollback_target
 from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
 from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
+from hudi_connect.format.schema_evolution import align
 
 LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
 SLICE_SCHEMA = pa.schema([
@@ -78,18 +81,7 @@ class SliceReadConfig:
     commit_times: frozenset[str] | None = None  # incremental reads keep only these _hoodie_commit_time
     field_prefixed_keys: bool = False  # keys built from data read "f:v" even for one field (KeyEncoding)
     partial_updates: bool = False  # a newer record's null fields keep older values (table_features.partial_updates)
-
-
-def _align(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: missing ones null, types cast."""
-    columns = []
-    for field in schema:
-        if field.name in table.column_names:
-            column = table[field.name]
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+    column_renames: ColumnRenames = ()  # schema on read: each version's file columns by their read names
 
 
 def _record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
@@ -157,7 +149,8 @@ def _read_logs(config: SliceReadConfig, partition: str, log_files: list[str], or
         if instant is None or instant not in config.valid_instants or instant in rolled_back:
             continue
         if block.block_type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA):
-            records = _align(data_block_records(block, config.writer_schema_json), config.output_schema)
+            records = data_block_records(block, config.writer_schema_json)
+            records = align(with_reader_names(records, config.column_renames, instant), config.output_schema)
             data_tables.append(_with_merge_columns(records, config, seq, ord_type))
             seq += records.num_rows
         elif block.block_type is LogBlockType.DELETE:
@@ -182,7 +175,10 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     ord_type = _ordering_type(config)
     base = None
     if base_file:
-        base = _align(read_base_file(join(config.base_uri, partition, base_file)), config.output_schema)
+        records = read_base_file(join(config.base_uri, partition, base_file))
+        if config.column_renames:
+            records = with_reader_names(records, config.column_renames, base_file_instant(base_file))
+        base = align(records, config.output_schema)
     if not log_files:
         merged = base if base is not None else config.output_schema.empty_table()
     else:
@@ -192,7 +188,7 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
             merged = merge_slice_partial(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
         else:
             merged = merge_slice(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
-        merged = _align(merged, config.output_schema)
+        merged = align(merged, config.output_schema)
     if IS_DELETED_COLUMN in merged.column_names:
         merged = merged.filter(pc.invert(pc.fill_null(merged[IS_DELETED_COLUMN], False)))
     if config.commit_times is not None and COMMIT_TIME_COLUMN in merged.column_names:

@@ -87,6 +87,14 @@ class StoredFile:
     size: int = 0
 
 
+def base_file_instant(name: str) -> str:
+    """The instant that wrote the base file ``name``."""
+    match = _BASE_FILE.match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a base file name")
+    return match["instant"]
+
+
 def parse_data_file(file: StoredFile) -> BaseFile | LogFile | None:
     """A base or log file of a file group; None for anything else (partition metadata, crc files).
     A data file of a format the readers do not read is refused, never skipped."""

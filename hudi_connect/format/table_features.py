@@ -282,17 +282,20 @@ def check_commit_readable(extra_metadata: Mapping[str, str], *, instant: str, wh
     """Refuse a commit whose metadata says its files need what the readers do not implement."""
     if extra_metadata.get(SCHEMA_ON_READ_KEY):
         raise UnsupportedTableFeatureError(
-            "schema-on-read evolution (columns matched by id: renamed, dropped or retyped)",
+            "schema-on-read evolution in change queries (columns matched by id: renamed, dropped or retyped)",
             f"commit {instant} extraMetadata.{SCHEMA_ON_READ_KEY}", "(an InternalSchema)", where=where)
 
 
 def check_timeline_readable(timeline: Timeline, metadata: Mapping[Instant, CommitMetadata], *,
-                            where: str = "the table") -> None:
-    """Refuse a timeline with log compaction (its blocks replace others) or a commit that needs schema-on-read."""
+                            where: str = "the table", schema_on_read: bool = False) -> None:
+    """Refuse a timeline with log compaction (its blocks replace others), or a commit that needs schema on read
+    unless the caller reads columns by id (``schema_on_read``: the snapshot readers and listing do)."""
     for instant in timeline:
         if instant.action is Action.LOG_COMPACTION:
             raise UnsupportedTableFeatureError(
                 "log compaction (compacted log blocks replace the blocks they merged)", "timeline action",
                 f"{instant.requested_time}.{instant.action.value}", where=where)
+    if schema_on_read:
+        return
     for instant, commit in metadata.items():
         check_commit_readable(commit.extra_metadata, instant=instant.requested_time, where=where)

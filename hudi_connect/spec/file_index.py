@@ -44,12 +44,15 @@ from hudi_connect.executor.metadata_reader import (
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import And, Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
+from hudi_connect.format.internal_schema import LATEST_SCHEMA_KEY
+from hudi_connect.format.schema_evolution import schema_history_changes
 from hudi_connect.format.spec_models import (
     PartitionIncrementalSnapshot,
     PartitionSnapshot,
     TableDefinition,
     slice_bytes,
 )
+from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.table_features import (
     check_readable,
     check_timeline_readable,
@@ -84,6 +87,17 @@ def conjunction(predicates: Sequence[Expression]) -> Expression | None:
     return reduce(And, predicates) if predicates else None
 
 
+def _stats_comparable(state: TableState, props: TableProperties, columns: Sequence[str]) -> bool:
+    """Whether every file's statistics for ``columns`` describe the values readers return: not under schema
+    on read (files name columns as they were written), nor for a column whose type changed (older files'
+    statistics hold the old type's values, before Hudi's promotion)."""
+    if any(LATEST_SCHEMA_KEY in m.extra_metadata for m in state.metadata.values()):
+        return False
+    changed = schema_history_changes(props, list(state.metadata.values()),
+                                     state.definition.schema)
+    return not {c.column for c in changed} & set(columns)
+
+
 class FileIndex:
     """Lazy listings of one table's file slices."""
 
@@ -114,7 +128,7 @@ class FileIndex:
         timeline = self.view.timeline()
         commits = list(timeline.write_commits())
         metadata = self.view.commit_metadata(commits)
-        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
+        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         schema_json = latest_schema_json(commits, metadata)
         props = self.view.properties
         schema = record_schema(schema_json, meta_fields=props.populate_meta_fields) if schema_json else pa.schema([])
@@ -144,7 +158,8 @@ class FileIndex:
         (from the metadata table's column_stats partition, else from Parquet footers)."""
         columns = tuple(sorted((predicate.columns() if predicate else frozenset())
                                - set(state.definition.partition_fields)))
-        if predicate is None or not columns:  # one listing task emits rows sorted by partition already
+        # one listing task emits rows sorted by partition already
+        if predicate is None or not columns or not _stats_comparable(state, self.view.properties, columns):
             return files.withColumn("may_match", F.lit(True))
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)

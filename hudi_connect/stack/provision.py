@@ -9,6 +9,7 @@ stderr. Run it as ``python -m hudi_connect.stack.provision``.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import re
@@ -259,24 +260,35 @@ def ensure_postgres() -> Path:
 
 # --- the servers' worker Python ----------------------------------------------------------
 
+def _server_python_digest() -> str:
+    return spec_digest(sys.version + " ".join(versions.SERVER_PYTHON_PACKAGES))
+
+
 def server_python() -> Path:
-    return cache_dir() / "server-python" / "bin" / "python"
+    """The workers' Python for this client's version and packages: one directory per digest, so a session
+    that needs another never rebuilds a Python that a running server's workers use."""
+    return cache_dir() / "server-python" / _server_python_digest() / "bin" / "python"
 
 
 def ensure_server_python() -> Path:
-    """A Python for Spark's workers with only :data:`versions.SERVER_PYTHON_PACKAGES`."""
+    """A Python for Spark's workers with only :data:`versions.SERVER_PYTHON_PACKAGES`, built once per digest
+    under a lock, however many sessions ask at once."""
     python = server_python()
-    digest = spec_digest(sys.version + " ".join(versions.SERVER_PYTHON_PACKAGES))
-    marker = python.parent.parent / ".complete"
-    if python.is_file() and _marker_matches(marker, digest):
-        return python
-    progress("creating the servers' worker Python (" + ", ".join(versions.SERVER_PYTHON_PACKAGES) + ")")
     home = python.parent.parent
-    shutil.rmtree(home, ignore_errors=True)
-    _run([sys.executable, "-m", "venv", str(home)], what="python -m venv for the server Python")
-    _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *versions.SERVER_PYTHON_PACKAGES],
-         what="pip install of the server Python's packages")
-    marker.write_text(digest)
+    complete = home / ".complete"
+    if complete.is_file():
+        return python
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
+        if complete.is_file():  # another session built it while this one waited
+            return python
+        progress("creating the servers' worker Python (" + ", ".join(versions.SERVER_PYTHON_PACKAGES) + ")")
+        shutil.rmtree(home, ignore_errors=True)  # a build that died half-way; no server can be using it
+        _run([sys.executable, "-m", "venv", str(home)], what="python -m venv for the server Python")
+        _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *versions.SERVER_PYTHON_PACKAGES],
+             what="pip install of the server Python's packages")
+        complete.write_text(_server_python_digest())
     return python
 
 

@@ -19,12 +19,11 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from hudi_connect.cdc.query import instant_millis
+from hudi_connect.cdc.query import JSON_OPTIONS, instant_millis
 from hudi_connect.reverse.changes import in_commit_order, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
 KafkaFormat = Literal["json", "debezium"]
-JSON_OPTIONS = {"ignoreNullFields": "false"}
 # ordered, exactly-once per partition within a producer session
 PRODUCER_DEFAULTS = {"kafka.acks": "all", "kafka.enable.idempotence": "true",
                      "kafka.max.in.flight.requests.per.connection": "5"}

@@ -23,11 +23,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from hudi_connect.cdc.query import JSON_OPTIONS
 from hudi_connect.executor.postgres import BatchFence, Connection, MergeStatements, apply_batch
 from hudi_connect.reverse.changes import latest_per_key, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
-JSON_OPTIONS = {"ignoreNullFields": "false"}
 _SIMPLE_TYPES: dict[type[T.DataType], str] = {
     T.BooleanType: "boolean", T.ByteType: "smallint", T.ShortType: "smallint", T.IntegerType: "integer",
     T.LongType: "bigint", T.FloatType: "real", T.DoubleType: "double precision", T.StringType: "text",
