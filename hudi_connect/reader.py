@@ -30,9 +30,9 @@ from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_js
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, valid_block_instants
 from hudi_connect.format.internal_schema import (
-    LATEST_SCHEMA_KEY,
     ColumnRenames,
     renames_needed,
+    uses_schema_on_read,
     version_at,
     versions_with_renames,
 )
@@ -149,7 +149,7 @@ class TableReader:
     def _column_renames(self, timeline: Timeline, metadata: dict[Instant, CommitMetadata],
                         schema_commits: list[Instant]) -> ColumnRenames:
         """Schema on read: each schema version's columns under the read's names, if any differ."""
-        if not any(LATEST_SCHEMA_KEY in m.extra_metadata for m in metadata.values()):
+        if not uses_schema_on_read(m.extra_metadata for m in metadata.values()):
             return ()
         versions = self.view.schema_history(timeline)
         reader = version_at(versions, schema_commits[-1].requested_time) if versions and schema_commits else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,12 @@ from hudi_connect.errors import UnsupportedTableFeatureError
 
 HISTORY_DIR = ".schema"  # below .hoodie; files <instant>[_<completion>].schemacommit
 LATEST_SCHEMA_KEY = "latest_schema"  # SerDeHelper.LATEST_SCHEMA in commit extraMetadata
+
+
+def uses_schema_on_read(extra_metadata: Iterable[Mapping[str, str]]) -> bool:
+    """Whether any commit (by its extraMetadata) recorded an InternalSchema: ALTER TABLE under schema on
+    read, or a write after one."""
+    return any(metadata.get(LATEST_SCHEMA_KEY) for metadata in extra_metadata)
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,7 @@ def check_promotable(changes: Iterable[TypeChange], *, where: str = "the table")
         raise UnsupportedTableFeatureError(
             "a column type change the readers cannot reproduce", "column type",
             ", ".join(c.describe() for c in unsupported), where=where,
-            detail="Hudi renders such values with Java's number formatting")
+            detail="no rule here turns the older files' values into the new type as Hudi does")
 
 
 def schema_history_changes(props: TableProperties, commits: Sequence[CommitMetadata],

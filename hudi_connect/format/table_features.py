@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.format.commit_metadata import CommitMetadata
+from hudi_connect.format.internal_schema import LATEST_SCHEMA_KEY, uses_schema_on_read
 from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.timeline import Action, Instant, Timeline
 
@@ -275,15 +276,14 @@ def check_readable(props: TableProperties, *, where: str = "the table") -> Merge
 
 
 # Commit metadata keys that change how files must be read.
-SCHEMA_ON_READ_KEY = "latest_schema"  # SerDeHelper.LATEST_SCHEMA: an InternalSchema (column ids, renames, drops)
 
 
 def check_commit_readable(extra_metadata: Mapping[str, str], *, instant: str, where: str = "the table") -> None:
     """Refuse a commit whose metadata says its files need what the readers do not implement."""
-    if extra_metadata.get(SCHEMA_ON_READ_KEY):
+    if uses_schema_on_read([extra_metadata]):
         raise UnsupportedTableFeatureError(
             "schema-on-read evolution in change queries (columns matched by id: renamed, dropped or retyped)",
-            f"commit {instant} extraMetadata.{SCHEMA_ON_READ_KEY}", "(an InternalSchema)", where=where)
+            f"commit {instant} extraMetadata.{LATEST_SCHEMA_KEY}", "(an InternalSchema)", where=where)
 
 
 def check_timeline_readable(timeline: Timeline, metadata: Mapping[Instant, CommitMetadata], *,

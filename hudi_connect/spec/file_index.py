@@ -44,7 +44,7 @@ from hudi_connect.executor.metadata_reader import (
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import And, Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
-from hudi_connect.format.internal_schema import LATEST_SCHEMA_KEY
+from hudi_connect.format.internal_schema import uses_schema_on_read
 from hudi_connect.format.schema_evolution import schema_history_changes
 from hudi_connect.format.spec_models import (
     PartitionIncrementalSnapshot,
@@ -91,7 +91,7 @@ def _stats_comparable(state: TableState, props: TableProperties, columns: Sequen
     """Whether every file's statistics for ``columns`` describe the values readers return: not under schema
     on read (files name columns as they were written), nor for a column whose type changed (older files'
     statistics hold the old type's values, before Hudi's promotion)."""
-    if any(LATEST_SCHEMA_KEY in m.extra_metadata for m in state.metadata.values()):
+    if uses_schema_on_read(m.extra_metadata for m in state.metadata.values()):
         return False
     changed = schema_history_changes(props, list(state.metadata.values()),
                                      state.definition.schema)

@@ -32,7 +32,7 @@ from hudi_connect.errors import (
     WriteFailedError,
 )
 from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.internal_schema import LATEST_SCHEMA_KEY
+from hudi_connect.format.internal_schema import uses_schema_on_read
 from hudi_connect.format.table_config import (
     CdcLoggingMode,
     MetadataPartition,
@@ -388,7 +388,7 @@ class HudiTable:
     def _uses_schema_on_read(self) -> bool:
         """Whether a commit recorded an InternalSchema (ALTER TABLE under schema on read, or writes after it)."""
         metadata = self._view.commit_metadata(list(self.timeline().write_commits()))
-        return any(LATEST_SCHEMA_KEY in commit.extra_metadata for commit in metadata.values())
+        return uses_schema_on_read(commit.extra_metadata for commit in metadata.values())
 
     def snapshot(self, *, with_meta_columns: bool = False) -> DataFrame:
         """The latest state of every record."""
