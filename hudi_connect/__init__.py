@@ -1,6 +1,7 @@
 """hudi-connect: Apache Hudi for Python users who reach Spark only through Spark Connect."""
 
 from hudi_connect.client.server import connect, require_hudi_server
+from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
 from hudi_connect.errors import (
     HudiConnectError,
     InvalidInstantError,
@@ -8,6 +9,7 @@ from hudi_connect.errors import (
     ProvisioningError,
     SchemaMismatchError,
     ServerMisconfiguredError,
+    ServerUnavailableError,
     ServiceStartError,
     TableExistsError,
     TableNotFoundError,
@@ -15,10 +17,13 @@ from hudi_connect.errors import (
     UnsupportedTableFeatureError,
     UnsupportedTableVersionError,
     WriteFailedError,
+    WriterActiveError,
 )
 from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
 from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
 from hudi_connect.table.hudi_table import HistoryEntry, HudiTable
+from hudi_connect.table.recovery import RecoveryReport
+from hudi_connect.table.write_outcome import WriteOutcome, WriteState
 
 __version__ = "0.1.0"
 
@@ -34,8 +39,10 @@ __all__ = [
     "MetadataPartition",
     "NotAHudiTableError",
     "ProvisioningError",
+    "RecoveryReport",
     "SchemaMismatchError",
     "ServerMisconfiguredError",
+    "ServerUnavailableError",
     "ServiceStartError",
     "TableExistsError",
     "TableNotFoundError",
@@ -46,7 +53,12 @@ __all__ = [
     "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
     "WriteFailedError",
+    "WriteOutcome",
+    "WriteState",
+    "WriterActiveError",
     "__version__",
+    "bound_server_wait",
     "connect",
+    "is_server_lost",
     "require_hudi_server",
 ]

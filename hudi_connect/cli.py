@@ -48,7 +48,7 @@ def _reverse_stream(args: argparse.Namespace) -> None:
         with local_hudi_server() as url:
             _run_stream(connect(url), args)
         return
-    _run_stream(connect(args.remote), args)
+    _run_stream(connect(args.remote, server_timeout=args.server_timeout), args)
 
 
 def _sinks(spark: SparkSession, args: argparse.Namespace) -> list[Sink]:
@@ -108,6 +108,17 @@ def _run_stream(spark: SparkSession, args: argparse.Namespace) -> None:
     say("stopped")
 
 
+def _recover(args: argparse.Namespace) -> None:
+    from hudi_connect.client.server import connect
+    from hudi_connect.table import HudiTable
+
+    table = HudiTable.open(connect(args.remote, server_timeout=args.server_timeout), args.table)
+    if args.write_id:
+        print(table.outcome_of(args.write_id))
+        return
+    print(f"{args.table}: {table.recover(assume_no_writer=args.assume_no_writer)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hudi-connect", description="Apache Hudi over Spark Connect")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -138,7 +149,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     control.add_argument("--show", action="store_true", help="print the checkpoint and exit")
     control.add_argument("--reset", action="store_true", help="next batch reads the table in full")
     control.add_argument("--set-checkpoint", metavar="INSTANT", help="next batch starts after this commit")
+    stream.add_argument("--server-timeout", type=float, default=30.0,
+                        help="seconds to retry an unreachable server before a batch fails")
     stream.set_defaults(run=_reverse_stream)
+    recover = commands.add_parser(
+        "recover", help="roll back the writes a dead writer left pending, or say whether one write committed")
+    recover.add_argument("table", help="the table's base path on the server's storage")
+    recover.add_argument("--remote", required=True, help="sc:// URL of a Hudi-enabled server")
+    recover.add_argument("--assume-no-writer", action="store_true",
+                         help="recover even though a heartbeat is fresh (you know the writer's server is gone)")
+    recover.add_argument("--write-id", help="only report the outcome of this write (from ServerUnavailableError)")
+    recover.add_argument("--server-timeout", type=float, default=30.0,
+                         help="seconds to retry an unreachable server")
+    recover.set_defaults(run=_recover)
     args = parser.parse_args(argv)
     try:
         args.run(args)

@@ -84,6 +84,24 @@ class WriteFailedError(HudiConnectError):
     """A write did not commit; the table stays readable at its previous state."""
 
 
+class ServerUnavailableError(HudiConnectError):
+    """The Spark Connect server could not be reached, or died during a call.
+
+    ``doing`` says what was under way. For a write its outcome is unknown: it may have committed just before
+    the server died. ``write_id`` then identifies it, and ``HudiTable.outcome_of(write_id)`` on a new session
+    answers from the table's timeline whether it committed.
+    """
+
+    def __init__(self, message: str, *, doing: str, write_id: str | None = None) -> None:
+        self.doing = doing
+        self.write_id = write_id
+        super().__init__(message)
+
+
+class WriterActiveError(HudiConnectError):
+    """Recovery refused: a writer of the table still shows signs of life (a fresh Hudi heartbeat)."""
+
+
 class LogDecodeError(HudiConnectError):
     """A Hudi log file or log block that cannot be decoded: malformed, truncated or of an unsupported version."""
 
@@ -117,6 +135,7 @@ __all__ = [
     "ProvisioningError",
     "SchemaMismatchError",
     "ServerMisconfiguredError",
+    "ServerUnavailableError",
     "ServiceStartError",
     "SinkError",
     "TableExistsError",
@@ -125,4 +144,5 @@ __all__ = [
     "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
     "WriteFailedError",
+    "WriterActiveError",
 ]

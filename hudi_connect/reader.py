@@ -22,6 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
 from hudi_connect.executor.slices import SliceReadConfig, list_table_files, read_file_slices
@@ -83,8 +84,9 @@ class ReadPlan:
 class TableReader:
     """Snapshot, time-travel and incremental reads of one table, as plain Spark plans."""
 
+    @over_connect("opening a table to read")
     def __init__(self, spark: SparkSession, base_path: str) -> None:
-        self._spark = spark
+        self._spark = ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self.view = TimelineView.open(spark, self._base_path)
         self.index = FileIndex(spark, self._base_path, self.view)  # refuses what the readers do not implement
@@ -99,6 +101,7 @@ class TableReader:
     def properties(self) -> TableProperties:
         return self.view.properties
 
+    @over_connect("listing the table's files")
     def list_files(self) -> list[StoredFile]:
         """Every data file of the table, hidden log files included, listed by an executor."""
         ship_package(self._spark)
@@ -212,18 +215,22 @@ class TableReader:
 
     # --- public reads -----------------------------------------------------------------------
 
+    @over_connect("planning a snapshot read")
     def snapshot(self, predicates: Sequence[Expression] = ()) -> DataFrame:
         """The latest state; ``predicates`` prune partitions and files, then filter rows."""
         return self._read(None, predicates=predicates)[0]
 
+    @over_connect("planning a read-optimized read")
     def read_optimized(self, predicates: Sequence[Expression] = ()) -> DataFrame:
         """Base files only (on MOR tables, what the last compactions wrote)."""
         return self._read(None, predicates=predicates, read_optimized=True)[0]
 
+    @over_connect("planning a time-travel read")
     def as_of(self, instant: Instant | str, predicates: Sequence[Expression] = ()) -> DataFrame:
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
         return self._read(requested, predicates=predicates)[0]
 
+    @over_connect("planning an incremental read")
     def incremental(self, begin: Instant | str, end: Instant | str | None = None,
                     predicates: Sequence[Expression] = ()) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end]."""
@@ -239,6 +246,7 @@ class TableReader:
             return self._spark.createDataFrame([], self._read(None)[1].schema)
         return self._read(as_of, commits, predicates)[0]
 
+    @over_connect("planning a read")
     def plan(self, as_of: str | None = None, predicates: Sequence[Expression] = ()) -> ReadPlan:
         return self._read(as_of, predicates=predicates)[1]
 

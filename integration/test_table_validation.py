@@ -122,11 +122,13 @@ def test_a_write_failing_inside_hudi_leaves_the_previous_state_readable(spark: S
     before = sorted(map(tuple, table.snapshot().collect()))
     commits_before = table.timeline().write_commits()
     # An unknown Parquet codec fails on the executors, after Hudi has begun the instant.
-    with pytest.raises(WriteFailedError, match="was not committed; the table keeps its previous state"):
+    with pytest.raises(WriteFailedError, match="did not commit; readers see the table's previous state") as caught:
         table.upsert(_rows(spark, [(1, "new", 5, "p1"), (4, "d", 5, "p2")]),
                      options={"hoodie.parquet.compression.codec": "no-such-codec"})
     assert sorted(map(tuple, table.snapshot().collect())) == before
     assert table.timeline().write_commits() == commits_before
+    pending = [i.requested_time for i in table.timeline().pending() if i.writes_data]
+    assert pending and f"It left pending writes ({', '.join(pending)}); table.recover()" in str(caught.value)
     # the next write rolls the failed attempt back and commits normally
     table.upsert(_rows(spark, [(1, "after", 6, "p1")]))
     assert {r.id: r.v for r in table.snapshot().collect()} == {1: "after", 2: "b", 3: "c"}

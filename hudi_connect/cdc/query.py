@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.errors import InvalidInstantError, UnsupportedTableFeatureError
 from hudi_connect.executor.cdc_events import SPLITS_DDL, change_events, event_schema
 from hudi_connect.executor.slices import SliceReadConfig
@@ -51,8 +52,9 @@ JSON_OPTIONS = {
 class ChangeQuery:
     """The change stream of one table, computed from its timeline and files."""
 
+    @over_connect("opening a table for a change query")
     def __init__(self, spark: SparkSession, base_path: str) -> None:
-        self._spark = spark
+        self._spark = ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self._reader = TableReader(spark, self._base_path)
         if self._reader.index.partial_updates:
@@ -68,10 +70,12 @@ class ChangeQuery:
         in_range = timeline.commits_between(begin, end, by_completion=self._reader.view.properties.version >= 8)
         return list(timeline.write_commits()), in_range
 
+    @over_connect("planning a change query")
     def splits(self, begin: Instant | str, end: Instant | str | None = None) -> list[CdcSplit]:
         commits, in_range = self._range(begin, end)
         return infer_splits(commits, self._reader.view.commit_metadata(commits), in_range)
 
+    @over_connect("explaining a change query")
     def explain(self, begin: Instant | str, end: Instant | str | None = None) -> str:
         """One line per file group per commit: its inference case and the files it reads."""
         lines = [split.describe() for split in self.splits(begin, end)]
@@ -129,6 +133,7 @@ class ChangeQuery:
         splits_df = self._spark.createDataFrame(rows, SPLITS_DDL).repartition(max(1, min(len(rows), 64)))
         return splits_df.mapInArrow(partial(change_events, config), events_schema), spark_schema
 
+    @over_connect("planning a change query")
     def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
                 format: ChangeFormat = "hudi", predicates: Sequence[Expression] = ()) -> DataFrame:
         """The changes of commits in (begin, end], in Hudi's CDC schema or another ``format``.

@@ -7,10 +7,12 @@ return zero rows. :func:`require_hudi_server` turns that into a loud error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
+from hudi_connect.client.server_loss import DEFAULT_SERVER_TIMEOUT, bound_server_wait, server_timeout
 from hudi_connect.errors import ServerMisconfiguredError
 
 # conf key -> (a value the server must contain, why Hudi needs it)
@@ -28,9 +30,50 @@ REQUIRED_HUDI_CONFS: Mapping[str, tuple[str, str]] = {
 }
 
 
-def connect(url: str) -> SparkSession:
-    """A new Spark Connect session to ``url`` (``sc://host:port/;params``)."""
-    return SparkSession.builder.remote(url).create()
+_URL_ATTRIBUTE = "_hudi_connect_url"
+
+# gRPC shares connections to one address between channels, with their reconnect backoff (up to 120 s): a new
+# session to a server that just came back would wait out the backoff its dead predecessor built up.
+CHANNEL_OPTIONS: Mapping[str, int] = {
+    "grpc.use_local_subchannel_pool": 1,  # each session connects on its own
+    "grpc.max_reconnect_backoff_ms": 2000,  # and notices a server that is back within seconds
+}
+
+
+def connect(url: str, *, server_timeout: float = DEFAULT_SERVER_TIMEOUT) -> SparkSession:
+    """A new Spark Connect session to ``url`` (``sc://host:port/;params``).
+
+    Every call on it gives up on an unreachable server after about ``server_timeout`` seconds of retrying
+    (pyspark's own default is ten minutes), with ``ServerUnavailableError`` from hudi-connect's calls.
+    """
+    session = _session_without_calls(url)
+    bound_server_wait(session, server_timeout)  # before the first call, so every call has the bound
+    setattr(session.client, _URL_ATTRIBUTE, url)
+    return session
+
+
+def _session_without_calls(url: str) -> SparkSession:
+    """A Connect session that has not talked to its server yet. ``builder.remote(url).create()`` would set
+    ``spark.remote`` on the server first, retrying a dead one for ten minutes and then only warning."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    try:  # pyspark 4.x
+        from pyspark.sql.connect.client import DefaultChannelBuilder as Channel  # type: ignore[attr-defined]
+    except ImportError:  # pyspark 3.5
+        from pyspark.sql.connect.client import ChannelBuilder as Channel
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # as builder.remote() marks the process a Connect client
+    channel = Channel(url, channelOptions=list(CHANNEL_OPTIONS.items()))
+    session: SparkSession = ConnectSession.builder.channelBuilder(channel).create()  # type: ignore[attr-defined]
+    return session
+
+
+def reconnector(spark: SparkSession) -> Callable[[], SparkSession] | None:
+    """How to open a new session like ``spark`` (same URL and bound), for sessions made by :func:`connect`."""
+    url = getattr(spark.client, _URL_ATTRIBUTE, None)
+    if url is None:
+        return None
+    timeout = server_timeout(spark)
+    return lambda: connect(url, server_timeout=DEFAULT_SERVER_TIMEOUT if timeout is None else timeout)
 
 
 def missing_hudi_confs(server_confs: Mapping[str, str | None]) -> list[str]:

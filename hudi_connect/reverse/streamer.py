@@ -24,8 +24,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.client.server import reconnector
+from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
-from hudi_connect.errors import InvalidInstantError
+from hudi_connect.errors import InvalidInstantError, ServerUnavailableError
 from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
@@ -54,6 +56,7 @@ Progress = Callable[[str], None]
 class ReverseStream:
     """One named stream of one table to one or more sinks."""
 
+    @over_connect("opening a reverse stream")
     def __init__(self, spark: SparkSession, base_path: str, name: str, sinks: Sequence[Sink], *,
                  mode: StreamMode = "changes", max_commits: int | None = None,
                  progress: Progress | None = None) -> None:
@@ -61,23 +64,31 @@ class ReverseStream:
             raise ValueError(f"stream mode {mode!r}: choose 'changes' (every change) or 'latest' (last state)")
         if max_commits is not None and max_commits < 1:
             raise ValueError("max_commits must be at least 1")
-        self._spark = spark
         self._base_path = base_path.rstrip("/")
         self.name = validate_stream_name(name)
         self.sinks = tuple(sinks)
         self.mode: StreamMode = mode
         self._max_commits = max_commits
         self._progress = progress or (lambda message: None)
-        self._properties = load_properties(spark, self._base_path)
-        self._view = TimelineView(spark, self._base_path, self._properties)
-        self.checkpoints = CheckpointStore(spark, self._base_path, self._properties)
+        self._use_session(spark)
+
+    def _use_session(self, spark: SparkSession, *, reconnected: bool = False) -> None:
+        """Read, write and checkpoint through ``spark`` (at start, and after reconnecting)."""
+        properties = load_properties(ensure_bounded(spark), self._base_path)  # all or nothing: first the call
+        self._spark, self._properties = spark, properties
+        self._view = TimelineView(spark, self._base_path, properties)
+        self.checkpoints = CheckpointStore(spark, self._base_path, properties)
+        if reconnected:  # sinks holding the lost session move to the new one
+            self.sinks = tuple(_on_session(sink, spark) for sink in self.sinks)
 
     # --- checkpoints ----------------------------------------------------------------------------
 
+    @over_connect("reading a reverse stream's checkpoint")
     def checkpoint(self) -> Checkpoint:
         """The stream's current checkpoint (sequence 0 if it never ran)."""
         return self.checkpoints.latest(self.name)
 
+    @over_connect("setting a reverse stream's checkpoint")
     def set_checkpoint(self, instant: Instant | str) -> Checkpoint:
         """Manual override: the next batch starts after this completed commit (its requested time)."""
         commits = self._view.timeline().write_commits().completed()
@@ -89,6 +100,7 @@ class ReverseStream:
         current = self.checkpoint()
         return self.checkpoints.advance(current, current.successor("override", target))
 
+    @over_connect("resetting a reverse stream")
     def reset(self) -> Checkpoint:
         """Forget the position: the next batch reads the table in full."""
         current = self.checkpoint()
@@ -106,8 +118,12 @@ class ReverseStream:
                           key=lambda c: (c.completion_time or "", c.requested_time))
         return [c for c in commits if c.requested_time > position.requested_time]
 
+    @over_connect("running a reverse-stream batch",
+                  outcome="Its checkpoint did not move: the next run sends the batch again.")
     def run_once(self, *, until: Instant | None = None) -> BatchResult:
-        """Send what is new since the checkpoint (at most up to ``until``), then checkpoint it."""
+        """Send what is new since the checkpoint (at most up to ``until``), then checkpoint it.
+
+        A lost server fails the batch with ServerUnavailableError: the checkpoint stays, as for any failure."""
         started = time.monotonic()
         current = self.checkpoint()
         position = current.position
@@ -161,6 +177,10 @@ class ReverseStream:
                     self._progress(f"batch {context.sequence}: writing {records} records to {sink.describe()}")
                     sink.write(batch, context)
                 return records
+            except Exception as error:
+                if is_server_lost(error):
+                    mark_lost(self._spark)  # so unpersisting below does not wait for the lost server again
+                raise
             finally:
                 batch.unpersist()
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -169,12 +189,35 @@ class ReverseStream:
             self.sinks[0].write(batch, context)
             return int(counted.result())
 
-    def run_continuously(self, *, interval: float, stop: threading.Event,
-                         max_batches: int | None = None) -> list[BatchResult]:
-        """Run batches every ``interval`` seconds until ``stop`` is set (checked between batches)."""
+    def run_continuously(self, *, interval: float, stop: threading.Event, max_batches: int | None = None,
+                         reconnect: Callable[[], SparkSession] | None = None,
+                         max_reconnect_delay: float = 60.0) -> list[BatchResult]:
+        """Run batches every ``interval`` seconds until ``stop`` is set (checked between batches).
+
+        A lost server fails the batch (its checkpoint stays); the stream then opens a new session with
+        ``reconnect`` (by default, like the session it has, when that came from ``hudi_connect.connect``),
+        waiting 1 s, then twice as long each time up to ``max_reconnect_delay``, and resumes at its checkpoint.
+        """
+        reconnect = reconnect or reconnector(self._spark)
         results: list[BatchResult] = []
+        delay = 1.0
         while not stop.is_set():
-            result = self.run_once()
+            try:
+                result = self.run_once()
+            except ServerUnavailableError as error:
+                if reconnect is None:
+                    raise
+                self._progress(f"{self.name}: {error.doing} failed, the server is gone; reconnecting in {delay:g}s")
+                if stop.wait(delay):
+                    break
+                delay = min(max_reconnect_delay, delay * 2)
+                try:
+                    self._use_session(reconnect(), reconnected=True)
+                except Exception as lost:
+                    if not is_server_lost(lost):
+                        raise  # still gone otherwise: the next round waits longer
+                continue
+            delay = 1.0
             if result.sent:
                 results.append(result)
                 if max_batches is not None and len(results) >= max_batches:
@@ -183,3 +226,9 @@ class ReverseStream:
                 self._progress(f"{self.name}: up to date; next look in {interval:g}s")
             stop.wait(interval)
         return results
+
+
+def _on_session(sink: Sink, spark: SparkSession) -> Sink:
+    """The sink, using ``spark`` if it holds a session of its own (sinks may define ``on_session``)."""
+    on_session = getattr(sink, "on_session", None)
+    return on_session(spark) if on_session is not None else sink

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.executor.listing import (
     LISTING_DDL,
@@ -104,7 +105,7 @@ class FileIndex:
     def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None, *,
                  use_metadata: bool = True) -> None:
         """``use_metadata``: list through the metadata table when the table has one (and it is caught up)."""
-        self._spark = spark
+        self._spark = ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
         self.merge_mode = check_readable(self.view.properties, where=f"the table at {self._base_path}")
@@ -124,6 +125,7 @@ class FileIndex:
 
     # --- what the table is at a moment ---------------------------------------------------------
 
+    @over_connect("reading the table's state")
     def state(self) -> TableState:
         timeline = self.view.timeline()
         commits = list(timeline.write_commits())
@@ -202,6 +204,7 @@ class FileIndex:
 
     # --- RFC-64's listings --------------------------------------------------------------------
 
+    @over_connect("listing file slices")
     def list_files_at(self, instant: Instant | str | None = None, predicates: Sequence[Expression] = (),
                       *, state: TableState | None = None) -> Iterator[PartitionSnapshot]:
         """The file slices to read at ``instant`` (a requested time; default the latest), partition by partition.
@@ -214,6 +217,7 @@ class FileIndex:
         for partition, slices in self._slices_by_partition(state, predicates, as_of):
             yield PartitionSnapshot(keep.descriptor(partition), as_of, tuple(slices))
 
+    @over_connect("listing file slices")
     def list_files_between(self, begin: Instant | str, end: Instant | str | None = None,
                            predicates: Sequence[Expression] = ()) -> Iterator[PartitionIncrementalSnapshot]:
         """Slices at ``end`` holding records written by commits in (begin, end], Hudi's incremental range."""

@@ -15,6 +15,7 @@ from functools import partial
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import UnsupportedOperationError
 from hudi_connect.executor.metadata_reader import LOCATION_DDL, DataTimeline, MetadataSource, locate
@@ -23,8 +24,9 @@ from hudi_connect.format.table_features import check_readable
 
 
 class RecordIndex:
+    @over_connect("opening the record index")
     def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None) -> None:
-        self._spark = spark
+        self._spark = ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
         check_readable(self.view.properties, where=f"the table at {self._base_path}")
@@ -32,6 +34,7 @@ class RecordIndex:
             raise UnsupportedOperationError(
                 f"{base_path} has no record index: write it with hoodie.metadata.record.index.enable=true")
 
+    @over_connect("looking up record keys")
     def tag(self, keys: Iterable[str]) -> dict[str, RecordLocation | None]:
         """Each key's location (partition, file id, instant), or None where the table has no such record."""
         wanted = list(dict.fromkeys(keys))

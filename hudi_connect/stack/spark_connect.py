@@ -155,12 +155,16 @@ def start_spark_connect(
     master: str = "local[2]",
     extra_confs: Mapping[str, str] | None = None,
     timeout: float = READY_TIMEOUT,
+    port: int | None = None,
+    token: str | None = None,
 ) -> RunningService:
-    """Start a Connect server; ``flavor`` 'plain' has no Hudi jar, 'cluster' needs a ``master`` URL."""
+    """Start a Connect server; ``flavor`` 'plain' has no Hudi jar, 'cluster' needs a ``master`` URL.
+
+    ``port`` and ``token`` bring a server back where clients knew it (new ones otherwise)."""
     work_dir = run_dir / f"spark-connect-{flavor}"
     (work_dir / "tmp").mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    token = secrets.token_urlsafe(24)
+    port = port or free_port()
+    token = token or secrets.token_urlsafe(24)
     worker_python = str(provision.ensure_server_python())
     confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master,
                                 worker_python=worker_python, extra=extra_confs)

@@ -12,8 +12,11 @@ they committed, reads return DataFrames.
 
 from __future__ import annotations
 
+import contextlib
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +26,7 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.client import remote_files
 from hudi_connect.client.server import require_hudi_server
+from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import (
     InvalidInstantError,
@@ -30,6 +34,7 @@ from hudi_connect.errors import (
     TableExistsError,
     UnsupportedOperationError,
     WriteFailedError,
+    WriterActiveError,
 )
 from hudi_connect.format.commit_metadata import CommitMetadata
 from hudi_connect.format.internal_schema import uses_schema_on_read
@@ -43,7 +48,14 @@ from hudi_connect.format.table_schema import META_COLUMNS
 from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 from hudi_connect.table import options as opts
 from hudi_connect.table.options import TableSpec, WriteOperation
+from hudi_connect.table.recovery import (
+    RecoveryReport,
+    heartbeat_expiry_ms,
+    live_heartbeats,
+    plan_recovery,
+)
 from hudi_connect.table.schema_check import check_write_schema, ensure_columns, ensure_no_null_keys
+from hudi_connect.table.write_outcome import WRITE_ID_OPTION, WriteOutcome, WriteState, new_write_id, write_outcome
 
 if TYPE_CHECKING:
     from hudi_connect.reverse.changes import StreamMode
@@ -92,7 +104,7 @@ class HudiTable:
         properties: TableProperties,
         write_options: dict[str, str] | None = None,
     ) -> None:
-        self._spark = spark
+        self._spark = ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self._properties = properties
         self._write_options = dict(write_options or {})
@@ -103,6 +115,7 @@ class HudiTable:
     # --- opening and creating ---------------------------------------------------------
 
     @classmethod
+    @over_connect("opening a table")
     def open(cls, spark: SparkSession, path: str, *, options: dict[str, str] | None = None) -> HudiTable:
         """Open the table at ``path``; TableNotFoundError / NotAHudiTableError otherwise.
 
@@ -112,10 +125,12 @@ class HudiTable:
         return cls(spark, path, load_properties(spark, path), options)
 
     @classmethod
+    @over_connect("looking for a table")
     def exists(cls, spark: SparkSession, path: str) -> bool:
         return remote_files.read_file(spark, f"{path.rstrip('/')}/.hoodie/hoodie.properties") is not None
 
     @classmethod
+    @over_connect("creating a table (it may or may not exist now: HudiTable.exists tells)")
     def create(
         cls,
         spark: SparkSession,
@@ -137,7 +152,7 @@ class HudiTable:
         ``cdc`` turns on Hudi's CDC logging with the given supplemental logging
         mode; ``options`` passes any other ``hoodie.*`` setting through.
         """
-        require_hudi_server(spark)
+        require_hudi_server(ensure_bounded(spark))
         empty = spark.createDataFrame([], schema)
         spec = TableSpec(
             name=name or path.rstrip("/").rsplit("/", 1)[-1].replace("-", "_"),
@@ -177,6 +192,7 @@ class HudiTable:
     def properties(self) -> TableProperties:
         return self._properties
 
+    @over_connect("reading hoodie.properties")
     def refresh(self) -> HudiTable:
         """Re-read ``hoodie.properties`` (after another writer changed the table)."""
         self._properties = load_properties(self._spark, self._base_path)
@@ -184,18 +200,22 @@ class HudiTable:
         return self
 
     @property
+    @over_connect("reading the table's schema")
     def schema(self) -> StructType:
         """The table's data columns (no Hudi meta columns)."""
         return self.snapshot().schema
 
+    @over_connect("listing the timeline")
     def timeline(self) -> Timeline:
         """The active timeline, listed through the server."""
         return self._view.timeline()
 
+    @over_connect("reading commit metadata")
     def commit_metadata(self, instants: Sequence[Instant]) -> dict[Instant, CommitMetadata]:
         """Decoded metadata of completed write instants, read once and cached (they never change)."""
         return self._view.commit_metadata(instants)
 
+    @over_connect("reading the table's history")
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Instants newest first, with operation type and write statistics."""
         instants = list(reversed(self.timeline().instants))[:limit]
@@ -305,6 +325,7 @@ class HudiTable:
             raise ValueError(f"give full partition paths for a table partitioned by {props.partition_fields}")
         return f"{props.partition_fields[0]}={partition}"
 
+    @over_connect("preparing a write (nothing was written)")
     def _write(
         self,
         df: DataFrame,
@@ -329,47 +350,124 @@ class HudiTable:
             | opts.operation_options(operation, partitions_to_delete)
             | (extra_options or {})
         )
-        before = self.timeline()
+        write_id = new_write_id()
+        write_options[WRITE_ID_OPTION] = write_id
+        what = f"{operation.value} into {self._base_path} (write id {write_id})"
         try:
             df.write.format("hudi").options(**write_options).mode("append").save(self._base_path)
-        except PySparkException as error:
-            raise WriteFailedError(
-                f"{operation.value} into {self._base_path} failed and was not committed; the table keeps "
-                f"its previous state. Cause: {_first_line(error)}"
-            ) from error
-        instant = self._new_instant(before, what=operation.value)
-        self._forward_commit(instant)
-        return instant
+        except Exception as error:
+            if is_server_lost(error):
+                raise lost_server_error(
+                    self._spark, f"writing: {what}", write_id=write_id,
+                    outcome=("Whether the write committed is unknown: it may have completed just before the server "
+                             f"died. On a new session, HudiTable.open(...).outcome_of('{write_id}') answers from "
+                             "the timeline, and recover() rolls back a write a dead server left pending."),
+                ) from error
+            if not isinstance(error, PySparkException):
+                raise
+            raise self._failed_write(what, write_id, error) from error
+        outcome = self.outcome_of(write_id)
+        if outcome.instant is None:
+            raise WriteFailedError(f"{what} finished but no commit carries its write id: {outcome}")
+        self._forward_commit(outcome.instant)
+        return outcome.instant
 
-    def _new_instant(self, before: Timeline, *, what: str) -> Instant:
-        new = self.timeline().after(before).write_commits()
-        first = new.first()
-        if first is None:
-            raise WriteFailedError(f"{what} on {self._base_path} finished but no new commit is on the timeline")
-        return first
+    def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError:
+        """The error for a write the server refused, saying what the timeline shows of it."""
+        cause = _first_line(error)
+        outcome = self.outcome_of(write_id)
+        if outcome.state is WriteState.COMMITTED and outcome.instant is not None:
+            return WriteFailedError(f"{what} committed as {outcome.instant.action.value} "
+                                    f"{outcome.instant.requested_time}, but a step after the commit failed: {cause}")
+        message = f"{what} failed and did not commit; readers see the table's previous state. Cause: {cause}"
+        if outcome.state is WriteState.PENDING:
+            message += (". It left pending writes (" + ", ".join(i.requested_time for i in outcome.pending)
+                        + "); table.recover() rolls them back, or Hudi does at the next write")
+        if "HoodieClusteringUpdateException" in str(error):
+            message += (". A pending clustering rejects updates to its file groups (a writer died during it?): "
+                        "table.recover() completes it")
+        return WriteFailedError(message)
+
+    @over_connect("reading the timeline for a write's outcome")
+    def outcome_of(self, write_id: str) -> WriteOutcome:
+        """Whether the write with this id (from ``ServerUnavailableError.write_id``) committed, per the timeline."""
+        timeline = self.timeline()
+        metadata = self.commit_metadata(list(timeline.write_commits()))
+        return write_outcome(write_id, timeline, metadata)
 
     # --- table services --------------------------------------------------------------------------
 
+    @over_connect("clustering")
     def cluster(self) -> Instant | None:
         """Schedule and run clustering (rewrites files, changes no record); None if nothing to do."""
         before = self.timeline()
         self._call(f"call run_clustering(path => {_sql_string(self._base_path)})")
         return self.timeline().after(before).write_commits().first()
 
+    @over_connect("cleaning")
     def clean(self, retain_commits: int | None = None) -> Instant | None:
         """Remove file versions no longer needed (Hudi's cleaner); None if nothing was cleaned."""
-        # run_clean takes only a catalog table name: register the path under a throw-away name.
-        name = f"hudi_connect_clean_{uuid.uuid4().hex[:12]}"
-        self._call(f"create table {name} using hudi location {_sql_string(self._base_path)}")
-        try:
+        with self._catalog_name("clean") as name:
             arguments = f"table => '{name}'"
             if retain_commits is not None:
                 arguments += f", retain_commits => {int(retain_commits)}"
             rows = self._call(f"call run_clean({arguments})")
-        finally:
-            self._call(f"drop table if exists {name}")  # an external table: the data stays
         started = rows[0].get("start_clean_time") if rows else None
         return self.timeline().find(str(started)) if started is not None else None
+
+    @contextmanager
+    def _catalog_name(self, purpose: str) -> Iterator[str]:
+        """A throw-away catalog name for the table, for Hudi procedures that take only ``table``."""
+        name = f"hudi_connect_{purpose}_{uuid.uuid4().hex[:12]}"
+        self._call(f"create table {name} using hudi location {_sql_string(self._base_path)}")
+        try:
+            yield name
+        finally:
+            self._call(f"drop table if exists {name}")  # an external table: the data stays
+
+    @over_connect("recovering the table")
+    def recover(self, *, assume_no_writer: bool = False) -> RecoveryReport:
+        """Roll back the writes a dead writer left pending, through Hudi's ``rollback_to_instant``, and complete
+        a pending clustering (``run_clustering``), which would reject every update to its file groups.
+
+        Idempotent: a clean table is left as it is. Refused with :class:`WriterActiveError` while a Hudi
+        heartbeat of the table (its metadata table's, for streaming metadata writes) is younger than Hudi's
+        expiry (two minutes by default), since the writer may be alive; pass ``assume_no_writer=True`` when
+        you know its server is gone. Pending compaction and clean plans are left for Hudi's next run.
+        """
+        plan = plan_recovery(self.timeline())
+        metadata_pending = self._metadata_table_pending()
+        if (plan.rollback or plan.complete) and not assume_no_writer:
+            self._refuse_if_writer_alive()
+        with (self._catalog_name("recover") if plan.rollback else contextlib.nullcontext("")) as name:
+            for instant in plan.rollback:
+                self._call(f"call rollback_to_instant(table => '{name}', instant_time => '{instant.requested_time}')")
+        if plan.complete:
+            instants = ",".join(i.requested_time for i in plan.complete)
+            self._call(f"call run_clustering(path => {_sql_string(self._base_path)}, op => 'execute', "
+                       f"instants => '{instants}')")
+        still = {i.requested_time for i in self.timeline().pending()}
+        left_pending = [i.requested_time for i in (*plan.rollback, *plan.complete) if i.requested_time in still]
+        if left_pending:
+            raise WriteFailedError(f"recovery of {self._base_path} left {', '.join(left_pending)} pending")
+        return RecoveryReport(plan.rollback, plan.complete, plan.left, metadata_pending)
+
+    def _metadata_table_pending(self) -> tuple[Instant, ...]:
+        if not remote_files.list_files(self._spark, f"{self._base_path}/.hoodie/metadata/.hoodie/hoodie.properties"):
+            return ()
+        return TimelineView.open(self._spark, f"{self._base_path}/.hoodie/metadata").timeline().pending().instants
+
+    def _refuse_if_writer_alive(self) -> None:
+        expiry = heartbeat_expiry_ms(self._write_options)
+        now_ms = int(time.time() * 1000)
+        for directory in (".hoodie/.heartbeat", ".hoodie/metadata/.hoodie/.heartbeat"):
+            files = remote_files.list_files(self._spark, f"{self._base_path}/{directory}/*")
+            alive = live_heartbeats(files, now_ms, expiry)
+            if alive:
+                raise WriterActiveError(
+                    f"a writer of {self._base_path} may be alive: {directory} has heartbeats younger than "
+                    f"{expiry / 1000:g}s for {', '.join(alive)}. Wait until they expire, or pass "
+                    "assume_no_writer=True if you know its server is gone")
 
     def _call(self, sql: str) -> list[dict[str, object]]:
         try:
@@ -390,16 +488,19 @@ class HudiTable:
         metadata = self._view.commit_metadata(list(self.timeline().write_commits()))
         return uses_schema_on_read(commit.extra_metadata for commit in metadata.values())
 
+    @over_connect("planning a snapshot read")
     def snapshot(self, *, with_meta_columns: bool = False) -> DataFrame:
         """The latest state of every record."""
         df = self._read(opts.snapshot_options())
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
+    @over_connect("planning a read-optimized read")
     def read_optimized(self, *, with_meta_columns: bool = False) -> DataFrame:
         """Base files only: for MOR, the state as of the last compaction of each file group."""
         df = self._read(opts.read_optimized_options())
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
+    @over_connect("planning a time-travel read")
     def as_of(self, instant: Instant | str, *, with_meta_columns: bool = False) -> DataFrame:
         """Time travel: the table as of a completed instant (by requested time)."""
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
@@ -422,6 +523,7 @@ class HudiTable:
             return instant.completion_time
         return instant.requested_time
 
+    @over_connect("planning an incremental read")
     def incremental(
         self, begin: Instant | str, end: Instant | str | None = None, *, with_meta_columns: bool = False
     ) -> DataFrame:
@@ -433,6 +535,7 @@ class HudiTable:
         df = self._read(opts.incremental_options(begin_time, end_time))
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
+    @over_connect("planning Hudi's CDC query")
     def hudi_cdc(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
         """Hudi's own CDC query (needs ``hoodie.table.cdc.enabled``), kept for comparison and fallback."""
         if not self._properties.cdc_enabled:
@@ -450,6 +553,7 @@ class Compaction:
 
     def __init__(self, table: HudiTable) -> None:
         self._table = table
+        self._spark = table.spark
 
     def _require_mor(self) -> None:
         if self._table.properties.table_type is not TableType.MERGE_ON_READ:
@@ -457,6 +561,7 @@ class Compaction:
                 f"compaction needs a MERGE_ON_READ table; {self._table.base_path} is COPY_ON_WRITE"
             )
 
+    @over_connect("scheduling compaction")
     def schedule(self) -> Instant | None:
         """Plan a compaction of every file group with log files; None if there is nothing to compact."""
         self._require_mor()
@@ -469,6 +574,7 @@ class Compaction:
             return None
         return self._table.timeline().find(str(rows[0]["timestamp"]))
 
+    @over_connect("running compaction")
     def run(self) -> list[Instant]:
         """Execute every pending compaction plan; returns the completed compaction instants."""
         self._require_mor()

@@ -17,6 +17,7 @@ send that same range again (:meth:`FileSink.published_end`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from dataclasses import dataclass
@@ -59,6 +60,10 @@ class FileSink:
 
     def describe(self) -> str:
         return f"{self.root} ({self.format})"
+
+    def on_session(self, spark: SparkSession) -> FileSink:
+        """This sink on a new session (the stream reconnected)."""
+        return dataclasses.replace(self, spark=spark)
 
     def _directories(self) -> dict[str, re.Match[str]]:
         names = run_storage_ops(self.spark, [StorageOp("list", self.root)])[0].names

@@ -1,0 +1,282 @@
+"""Writers killed mid-write (HUDI-2285 under real kills): the Hudi Connect server, the writer's JVM and its
+executors, is SIGKILLed at seeded moments of a write (issue: writer crashes).
+
+Phases, each armed on the table's own timeline (read from storage, never through the dying server):
+- ``data``: while the write's instant is inflight, a random delay in;
+- ``between``: once the metadata table completed the write's deltacommit, before the data table did;
+- ``after_commit``: once the write's commit completed (inline services and the reply still to come);
+- ``compaction``, ``clustering``, ``clean``: while the inline table service is inflight.
+
+After each kill, before any recovery, every reader of ours on the plain server shows exactly the last
+committed state of a plain-Python model: snapshot, time travel, incremental, change query, FileIndex and
+RecordIndex listings, and a reverse stream to files. No write is ever partly visible. Then the server
+comes back, the table is recovered (``HudiTable.recover()``, or Hudi's own rollback at the next write),
+the write is retried, and ours equals Hudi's own read.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hudi_connect import HudiTable, ServerUnavailableError, WriteFailedError, connect
+from hudi_connect.cdc.query import ChangeQuery
+from hudi_connect.client.timeline_view import TimelineView
+from hudi_connect.format.timeline import InstantState
+from hudi_connect.reader import TableReader
+from hudi_connect.reverse import FileSink, ReverseStream
+from hudi_connect.spec.file_index import FileIndex
+from hudi_connect.spec.record_index import RecordIndex
+from hudi_connect.stack.endpoints import MinioEndpoint
+from hudi_connect.table.write_outcome import WriteState, write_outcome
+from integration.killable import Kill, KillableServer, TimelineWatch
+
+SCHEMA = "id int, v string, ts long, part string"
+State = dict[int, tuple[str, int]]
+_COMPLETED = re.compile(r"^(\d+)_(\d+)\.(commit|deltacommit|replacecommit)$")
+# a COW commit's inflight file is plain 'T.inflight'
+_PENDING = re.compile(r"^(\d+)(\.(commit|deltacommit|replacecommit|clustering))?\.(requested|inflight)$")
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    table_type: str
+    storage: str  # local or minio
+    metadata_indexes: tuple[str, ...] | None  # None: no metadata table
+    phases: tuple[str, ...]  # in CI
+    full_phases: tuple[str, ...] = ()  # more, with --full
+
+    def options(self) -> dict[str, str]:
+        options = {"hoodie.clean.commits.retained": "4"}
+        if "compaction" in self.phases + self.full_phases:
+            options |= {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
+        if "clustering" in self.phases + self.full_phases:
+            options |= {"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "2"}
+        return options
+
+
+CONFIGS = [
+    Config("mor-local-mdt", "MERGE_ON_READ", "local", ("column_stats", "record_index"),
+           ("data", "data", "data", "between", "after_commit", "compaction", "clean"),
+           ("data", "data", "between", "compaction")),
+    Config("cow-local-mdt", "COPY_ON_WRITE", "local", ("column_stats", "record_index"),
+           ("data", "data", "data", "between", "clustering", "clean"), ("data", "data", "after_commit")),
+    Config("mor-minio-mdt", "MERGE_ON_READ", "minio", ("column_stats",),
+           ("data", "data", "between", "compaction"), ("data", "after_commit", "clean")),
+    Config("cow-minio-nomdt", "COPY_ON_WRITE", "minio", None, ("data", "data", "clean"), ("data", "after_commit")),
+]
+TALLY: Counter[str] = Counter()
+
+
+@dataclass
+class Run:
+    """One table under kills: its model, its writer's server, and our readers' sessions."""
+
+    config: Config
+    path: str
+    server: KillableServer
+    plain: SparkSession
+    minio: MinioEndpoint
+    rng: random.Random
+    model: State = field(default_factory=dict)
+    step: int = 0
+    checked: tuple[str, State] = ("earliest", {})  # the last state the readers showed, and its commit
+
+    def writer(self) -> HudiTable:
+        return HudiTable.open(connect(self.server.url, server_timeout=5), self.path, options=self.config.options())
+
+    def batch(self) -> tuple[list[tuple[int, str, int, str]], State]:
+        """Upserts of some existing keys and some new ones, with the step as ordering value."""
+        self.step += 1
+        existing = self.rng.sample(sorted(self.model), k=min(len(self.model), 1000))
+        new = range(self.step * 100_000, self.step * 100_000 + 2000)
+        rows = [(k, f"s{self.step}-{k}", self.step, f"p{k % 4}") for k in [*existing, *new]]
+        return rows, self.model | {r[0]: (r[1], r[2]) for r in rows}
+
+
+@pytest.fixture(scope="module")
+def writer_server(tmp_path_factory: pytest.TempPathFactory, minio_endpoint: MinioEndpoint) -> Iterator[KillableServer]:
+    server = KillableServer(tmp_path_factory.mktemp("writer"), "hudi", minio_endpoint)
+    yield server
+    server.stop()
+    print(f"\nkill suite: {dict(sorted(TALLY.items()))}")
+
+
+def _condition(phase: str, watch: TimelineWatch, known: set[str]) -> tuple[object, float]:
+    """When to kill, and the longest random delay after it."""
+    def new(pattern: str, metadata_table: bool = False) -> list[str]:
+        return [n for n in watch.names(metadata_table) - known if re.search(pattern, n)]
+
+    def between() -> bool:
+        data = watch.names()
+        pending = {m.group(1) for n in data if (m := _PENDING.match(n))}
+        done = {m.group(1) for n in data if (m := _COMPLETED.match(n))}
+        return any((m := _COMPLETED.match(n)) and m.group(1) in pending - done for n in watch.names(True))
+
+    conditions = {
+        "data": (lambda: bool(new(r"^\d+(\.commit|\.deltacommit)?\.inflight$")), 1.5),
+        "between": (between, 0.0),
+        "after_commit": (lambda: bool(new(r"^\d+_\d+\.(commit|deltacommit)$")), 0.0),
+        "compaction": (lambda: bool(new(r"\.compaction\.inflight$")), 1.0),
+        "clustering": (lambda: bool(new(r"\.clustering\.inflight$")), 1.0),
+        "clean": (lambda: bool(new(r"\.clean\.inflight$")), 0.0),
+    }
+    return conditions[phase]
+
+
+def _check_readers(run: Run, expected: State, pending_keys: set[int]) -> None:
+    """Every reader of ours shows ``expected``, the last committed state, and nothing of a pending write."""
+    plain, path = run.plain, run.path
+    reader = TableReader(plain, path)
+    timeline = reader.view.timeline()
+    completed = {i.requested_time for i in timeline.completed()}
+    last = timeline.write_commits().last()
+    assert last is not None
+
+    def state(df: object) -> State:
+        return {r.id: (r.v, r.ts) for r in df.select("id", "v", "ts").collect()}  # type: ignore[attr-defined]
+
+    assert state(reader.snapshot()) == expected, "snapshot"
+    assert state(reader.as_of(last)) == expected, "time travel"
+    assert state(reader.incremental("earliest")) == expected, "incremental"
+    since, replayed = run.checked  # changes since the last check: older slices may be cleaned by now
+    replayed = dict(replayed)
+    for change in sorted(ChangeQuery(plain, path).changes(since, format="typed").collect(),
+                         key=lambda c: (c.completion_time, c.requested_time)):
+        assert change.requested_time in completed, f"a change of uncommitted {change.requested_time}"
+        if change.op == "d":
+            replayed.pop(change.before.id, None)
+        else:
+            replayed[change.after.id] = (change.after.v, change.after.ts)
+    assert replayed == expected, "change query"
+    for partition in FileIndex(plain, path).list_files_at():
+        for file_slice in partition.file_slices:
+            instants = [f.instant_time for f in file_slice.log_files]
+            if file_slice.base_file is not None:
+                instants.append(file_slice.base_file.instant_time)
+            assert set(instants) <= completed, f"a file of an uncommitted instant listed: {file_slice}"
+    if run.config.metadata_indexes and "record_index" in run.config.metadata_indexes:
+        located = RecordIndex(plain, path).tag([str(k) for k in sorted(pending_keys)[:50]])
+        assert all(located[str(k)] is None for k in sorted(pending_keys)[:50] if k not in expected), "record index"
+    stream = ReverseStream(plain, path, "crash", [FileSink(plain, f"{path}-export")])
+    stream.run_once()
+    published = FileSink(plain, f"{path}-export").read_published().collect()
+    exported: State = {}
+    for r in sorted(published, key=lambda r: (r.sequence, r.completion_time, r.commit_time)):
+        exported[r.id] = (r.v, r.ts)
+    assert exported == expected, "reverse stream"
+    run.checked = (last.completion_time or last.requested_time, expected)
+
+
+def _write_after_restart(run: Run, rows: list[tuple[int, str, int, str]], *, recover: bool) -> str:
+    """The retried write on the restarted server; how the first attempt went."""
+    table = run.writer()
+    if recover:
+        report = table.recover(assume_no_writer=True)
+        TALLY["recover rolled back"] += len(report.rolled_back)
+        assert table.recover().rolled_back == (), "recover() is idempotent"
+    df = table.spark.createDataFrame(rows, SCHEMA)
+    try:
+        table.upsert(df)
+        return "ok"
+    except WriteFailedError as error:  # what the error says to do, then the write again
+        print(f"\n  first write after restart failed: {error}")
+        assert "table.recover()" in str(error)
+        table.recover(assume_no_writer=True)
+        table.upsert(table.spark.createDataFrame(rows, SCHEMA))
+        return "failed" + (" (after recover)" if recover else "")
+
+
+def _kill_point(run: Run, phase: str, index: int) -> None:
+    started = time.monotonic()
+    watch = TimelineWatch(run.path, run.minio)
+    for _attempt in range(4):  # a service runs every other write: try until the phase is reached
+        rows, after = run.batch()
+        known = watch.names()
+        condition, longest = _condition(phase, watch, known)
+        kill = Kill(run.server, condition, delay=run.rng.uniform(0, longest))  # type: ignore[arg-type]
+        table = run.writer()
+        error: ServerUnavailableError | None = None
+        try:
+            table.upsert(table.spark.createDataFrame(rows, SCHEMA))
+        except ServerUnavailableError as lost:
+            error = lost
+        except WriteFailedError as refused:  # a live server refused a later write: what the error says, then on
+            killed = kill.join() is not None
+            print(f"\n  a write after an earlier crash failed: {refused}")
+            TALLY["later write failed"] += 1
+            assert "table.recover()" in str(refused) and not killed
+            run.writer().recover(assume_no_writer=True)
+            continue
+        killed = kill.join() is not None
+        if killed and error is None:  # killed after the call returned (a slow reply): still a kill point
+            error = ServerUnavailableError("", doing="", write_id=None)
+        if not killed:
+            run.model = after
+            TALLY[f"{phase}: not reached"] += 1
+            continue
+        break
+    else:
+        pytest.fail(f"phase {phase} never reached in 4 writes")
+    killed_at = time.monotonic()
+    # Which of the write's instants completed decides the state every reader must show.
+    view = TimelineView.open(run.plain, run.path)
+    timeline = view.timeline()
+    if error.write_id:
+        outcome = write_outcome(error.write_id, timeline, view.commit_metadata(list(timeline.write_commits())))
+        committed = outcome.state is WriteState.COMMITTED
+    else:
+        committed = True  # the call had returned: the write committed
+    expected = after if committed else run.model
+    pending = [i for i in timeline.pending() if i.writes_data or i.action.value in ("compaction", "clustering")]
+    TALLY[f"{phase}: killed"] += 1
+    TALLY[f"{phase}: {'write committed' if committed else 'write pending'}"] += 1
+    TALLY["pending instants left by kills"] += len(pending)
+    _check_readers(run, expected, {r[0] for r in rows})
+    TALLY["partial writes seen"] += 0  # _check_readers asserts every reader shows exactly one state
+    checked = time.monotonic()
+    run.server.restart()
+    first = _write_after_restart(run, rows, recover=index % 2 == 0)
+    rewritten = time.monotonic()
+    TALLY[f"first write after restart: {first}"] += 1
+    run.model = after
+    ours = {r.id: (r.v, r.ts) for r in TableReader(run.plain, run.path).snapshot().select("id", "v", "ts").collect()}
+    hudi = {r.id: (r.v, r.ts) for r in run.writer().snapshot().select("id", "v", "ts").collect()}
+    assert ours == hudi == run.model, "after recovery, ours equals Hudi's own read"
+    assert all(i.state is InstantState.COMPLETED or not i.writes_data
+               for i in TableReader(run.plain, run.path).view.timeline())
+    print(f"  {phase}: write+kill {killed_at - started:.0f}s, readers {checked - killed_at:.0f}s, "
+          f"restart+write {rewritten - checked:.0f}s, compare {time.monotonic() - rewritten:.0f}s")
+
+
+# CI runs one configuration's kill points; `ci/test.sh --full` every configuration, and more points in each.
+@pytest.mark.parametrize("config", [pytest.param(c, marks=() if c.name == "cow-local-mdt" else pytest.mark.full)
+                                    for c in CONFIGS], ids=lambda c: c.name)
+def test_kills_never_show_a_partial_write(config: Config, writer_server: KillableServer, plain_spark: SparkSession,
+                                          minio_endpoint: MinioEndpoint, s3a_base_path: str, tmp_path: Path,
+                                          request: pytest.FixtureRequest) -> None:
+    full = request.config.getoption("-m") != "not full"
+    phases = config.phases + (config.full_phases if full else ())
+    path = s3a_base_path if config.storage == "minio" else str(tmp_path / "table")
+    run = Run(config, path, writer_server, plain_spark, minio_endpoint, random.Random(f"{config.name}-2285"))
+    spark = connect(writer_server.url, server_timeout=5)
+    indexes = config.metadata_indexes or ()
+    table = HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                             table_type=config.table_type, metadata_table=config.metadata_indexes is not None,
+                             metadata_indexes=indexes, cdc="DATA_BEFORE_AFTER", options=config.options())
+    seed = [(k, f"s0-{k}", 0, f"p{k % 4}") for k in range(5000)]
+    table.upsert(spark.createDataFrame(seed, SCHEMA))
+    run.model = {r[0]: (r[1], r[2]) for r in seed}
+    started = time.monotonic()
+    for index, phase in enumerate(phases):
+        _kill_point(run, phase, index)
+    print(f"\n{config.name}: {len(phases)} kill points in {time.monotonic() - started:.0f}s")
