@@ -17,7 +17,6 @@ from pyspark.sql import SparkSession
 
 from hudi_connect import HudiTable, ServerUnavailableError, WriteState, connect, is_server_lost
 from hudi_connect.cli import main
-from hudi_connect.client.server_loss import RetryPolicy
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.stack.endpoints import MinioEndpoint
@@ -55,14 +54,6 @@ def _bounded(started: float) -> float:
     elapsed = time.monotonic() - started
     assert elapsed <= BOUND + SLACK, f"the call took {elapsed:.1f}s after the kill; the bound is {BOUND:g}s"
     return elapsed
-
-
-def test_retry_budget_fits_the_bound() -> None:
-    for seconds in (0, 1, 10, 30, 120):
-        policy = RetryPolicy.within(seconds)
-        assert policy.worst_case_seconds() <= seconds
-        assert RetryPolicy(max_retries=policy.max_retries + 1).worst_case_seconds() > seconds
-    assert RetryPolicy.within(0).max_retries == 0
 
 
 def test_an_unreachable_server_fails_within_the_bound(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ error says to connect again.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,9 +64,7 @@ class RetryPolicy:
         return sum(self.sleeps_ms()) / 1000
 
     def as_kwargs(self) -> dict[str, Any]:
-        return {"max_retries": self.max_retries, "initial_backoff": self.initial_backoff,
-                "backoff_multiplier": self.backoff_multiplier, "max_backoff": self.max_backoff,
-                "jitter": self.jitter, "min_jitter_threshold": self.min_jitter_threshold}
+        return dataclasses.asdict(self)  # the fields are named as pyspark's arguments
 
 
 def _apply_policy(spark: SparkSession, policy: RetryPolicy) -> None:

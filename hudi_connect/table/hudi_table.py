@@ -16,7 +16,6 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -415,7 +414,7 @@ class HudiTable:
         started = rows[0].get("start_clean_time") if rows else None
         return self.timeline().find(str(started)) if started is not None else None
 
-    @contextmanager
+    @contextlib.contextmanager
     def _catalog_name(self, purpose: str) -> Iterator[str]:
         """A throw-away catalog name for the table, for Hudi procedures that take only ``table``."""
         name = f"hudi_connect_{purpose}_{uuid.uuid4().hex[:12]}"
