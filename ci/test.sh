@@ -20,7 +20,7 @@ echo "[hudi-connect test] set-up took $(( $(date +%s) - start ))s"
 "$VENV/bin/mypy" hudi_connect
 "$VENV/bin/lint-imports"  # the layers of ARCHITECTURE.md
 set +e
-"$VENV/bin/python" -m pytest "${selection[@]}" "$@"
+"$VENV/bin/python" -m pytest --durations=25 "${selection[@]}" "$@"
 status=$?
 set -e
 echo "[hudi-connect test] total $(( $(date +%s) - start ))s"

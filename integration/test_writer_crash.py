@@ -9,25 +9,31 @@ Phases, each armed on the table's own timeline (read from storage, never through
 
 After each kill, before any recovery, every reader of ours on the plain server shows exactly the last
 committed state of a plain-Python model: snapshot, time travel, incremental, change query, FileIndex and
-RecordIndex listings, and a reverse stream to files. No write is ever partly visible. Then the server
-comes back, the table is recovered (``HudiTable.recover()``, or Hudi's own rollback at the next write),
-the write is retried, and ours equals Hudi's own read.
+RecordIndex listings, and a reverse stream to files. No write is ever partly visible, and the writer's
+inline forwarding (``forwarding_to``) has exported nothing of an uncommitted write. Meanwhile the server
+comes back (a restart touches no table); then the table is recovered (``HudiTable.recover()``, or Hudi's
+own rollback at the next write), the write is retried, ours equals Hudi's own read, and the inline export
+has resumed exactly.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
-from hudi_connect import HudiTable, ServerUnavailableError, WriteFailedError, connect
+from hudi_connect import HudiTable, ServerUnavailableError, WriteFailedError, WriterActiveError, connect
 from hudi_connect.cdc.query import ChangeQuery
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.format.timeline import InstantState
@@ -36,6 +42,7 @@ from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.spec.file_index import FileIndex
 from hudi_connect.spec.record_index import RecordIndex
 from hudi_connect.stack.endpoints import MinioEndpoint
+from hudi_connect.table.recovery import plan_recovery
 from hudi_connect.table.write_outcome import WriteState, write_outcome
 from integration.killable import Kill, KillableServer, TimelineWatch
 
@@ -54,6 +61,7 @@ class Config:
     metadata_indexes: tuple[str, ...] | None  # None: no metadata table
     phases: tuple[str, ...]  # in CI
     full_phases: tuple[str, ...] = ()  # more, with --full
+    forwarding: bool = False  # the writer forwards each commit to a file sink inline
 
     def options(self) -> dict[str, str]:
         options = {"hoodie.clean.commits.retained": "4"}
@@ -64,6 +72,7 @@ class Config:
         return options
 
 
+# 20 kill points in CI, 35 with --full.
 CONFIGS = [
     Config("mor-local-mdt", "MERGE_ON_READ", "local", ("column_stats", "record_index"),
            ("data", "data", "data", "between", "after_commit", "compaction", "clean"),
@@ -71,7 +80,7 @@ CONFIGS = [
     Config("cow-local-mdt", "COPY_ON_WRITE", "local", ("column_stats", "record_index"),
            ("data", "data", "data", "between", "clustering", "clean"), ("data", "data", "after_commit")),
     Config("mor-minio-mdt", "MERGE_ON_READ", "minio", ("column_stats",),
-           ("data", "data", "between", "compaction"), ("data", "after_commit", "clean")),
+           ("data", "after_commit", "between", "compaction"), ("data", "data", "clean"), forwarding=True),
     Config("cow-minio-nomdt", "COPY_ON_WRITE", "minio", None, ("data", "data", "clean"), ("data", "after_commit")),
 ]
 TALLY: Counter[str] = Counter()
@@ -92,7 +101,18 @@ class Run:
     checked: tuple[str, State] = ("earliest", {})  # the last state the readers showed, and its commit
 
     def writer(self) -> HudiTable:
-        return HudiTable.open(connect(self.server.url, server_timeout=5), self.path, options=self.config.options())
+        spark = connect(self.server.url, server_timeout=5)
+        table = HudiTable.open(spark, self.path, options=self.config.options())
+        if not self.config.forwarding:
+            return table
+        return table.forwarding_to(table.reverse_stream("inline", [FileSink(spark, f"{self.path}-inline")]))
+
+    def create(self, spark: SparkSession, path: str) -> HudiTable:
+        config = self.config
+        return HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                                table_type=config.table_type, metadata_table=config.metadata_indexes is not None,
+                                metadata_indexes=config.metadata_indexes or (), cdc="DATA_BEFORE_AFTER",
+                                options=config.options())
 
     def batch(self) -> tuple[list[tuple[int, str, int, str]], State]:
         """Upserts of some existing keys and some new ones, with the step as ordering value."""
@@ -133,8 +153,19 @@ def _condition(phase: str, watch: TimelineWatch, known: set[str]) -> tuple[objec
     return conditions[phase]
 
 
-def _check_readers(run: Run, expected: State, pending_keys: set[int]) -> None:
-    """Every reader of ours shows ``expected``, the last committed state, and nothing of a pending write."""
+def _published(sink: FileSink, completed: set[str]) -> State:
+    """The state a file sink's published batches replay to; none of them of an uncommitted instant."""
+    rows = sink.read_published().collect()
+    assert {r.commit_time for r in rows} <= completed, f"{sink.root} exported an uncommitted write"
+    state: State = {}
+    for r in sorted(rows, key=lambda r: (r.sequence, r.completion_time, r.commit_time)):
+        state[r.id] = (r.v, r.ts)
+    return state
+
+
+def _check_readers(run: Run, expected: State, before: State, pending_keys: set[int]) -> None:
+    """Every reader of ours shows ``expected``, the last committed state, and nothing of a pending write;
+    the inline export shows ``expected`` or, when the kill came between commit and forwarding, ``before``."""
     plain, path = run.plain, run.path
     reader = TableReader(plain, path)
     timeline = reader.view.timeline()
@@ -167,13 +198,10 @@ def _check_readers(run: Run, expected: State, pending_keys: set[int]) -> None:
     if run.config.metadata_indexes and "record_index" in run.config.metadata_indexes:
         located = RecordIndex(plain, path).tag([str(k) for k in sorted(pending_keys)[:50]])
         assert all(located[str(k)] is None for k in sorted(pending_keys)[:50] if k not in expected), "record index"
-    stream = ReverseStream(plain, path, "crash", [FileSink(plain, f"{path}-export")])
-    stream.run_once()
-    published = FileSink(plain, f"{path}-export").read_published().collect()
-    exported: State = {}
-    for r in sorted(published, key=lambda r: (r.sequence, r.completion_time, r.commit_time)):
-        exported[r.id] = (r.v, r.ts)
-    assert exported == expected, "reverse stream"
+    ReverseStream(plain, path, "crash", [FileSink(plain, f"{path}-export")]).run_once()
+    assert _published(FileSink(plain, f"{path}-export"), completed) == expected, "reverse stream"
+    if run.config.forwarding:
+        assert _published(FileSink(plain, f"{path}-inline"), completed) in (expected, before), "inline forwarding"
     run.checked = (last.completion_time or last.requested_time, expected)
 
 
@@ -181,6 +209,12 @@ def _write_after_restart(run: Run, rows: list[tuple[int, str, int, str]], *, rec
     """The retried write on the restarted server; how the first attempt went."""
     table = run.writer()
     if recover:
+        if plan_recovery(table.timeline()).rollback:  # the dead writer's heartbeat may still be fresh
+            try:
+                table.recover()
+                TALLY["recover: no fresh heartbeat, went ahead"] += 1
+            except WriterActiveError:
+                TALLY["recover: refused, heartbeat fresh"] += 1
         report = table.recover(assume_no_writer=True)
         TALLY["recover rolled back"] += len(report.rolled_back)
         assert table.recover().rolled_back == (), "recover() is idempotent"
@@ -238,9 +272,12 @@ def _kill_point(run: Run, phase: str, index: int) -> None:
     TALLY[f"{phase}: killed"] += 1
     TALLY[f"{phase}: {'write committed' if committed else 'write pending'}"] += 1
     TALLY["pending instants left by kills"] += len(pending)
-    _check_readers(run, expected, {r[0] for r in rows})
-    checked = time.monotonic()
-    run.server.restart()
+    with ThreadPoolExecutor(1) as pool:  # the server comes back while the plain server reads
+        restarted = pool.submit(run.server.restart)
+        _check_readers(run, expected, run.model, {r[0] for r in rows})
+        checked = time.monotonic()
+        restarted.result()
+    restarted_at = time.monotonic()
     first = _write_after_restart(run, rows, recover=index % 2 == 0)
     rewritten = time.monotonic()
     TALLY[f"first write after restart: {first}"] += 1
@@ -248,15 +285,18 @@ def _kill_point(run: Run, phase: str, index: int) -> None:
     ours = {r.id: (r.v, r.ts) for r in TableReader(run.plain, run.path).snapshot().select("id", "v", "ts").collect()}
     hudi = {r.id: (r.v, r.ts) for r in run.writer().snapshot().select("id", "v", "ts").collect()}
     assert ours == hudi == run.model, "after recovery, ours equals Hudi's own read"
+    if run.config.forwarding:
+        completed = {i.requested_time for i in TableReader(run.plain, run.path).view.timeline().completed()}
+        assert _published(FileSink(run.plain, f"{run.path}-inline"), completed) == run.model, "inline resumed"
     assert all(i.state is InstantState.COMPLETED or not i.writes_data
                for i in TableReader(run.plain, run.path).view.timeline())
     print(f"  {phase}: write+kill {killed_at - started:.0f}s, readers {checked - killed_at:.0f}s, "
-          f"restart+write {rewritten - checked:.0f}s, compare {time.monotonic() - rewritten:.0f}s")
+          f"restart {restarted_at - killed_at:.0f}s, write {rewritten - restarted_at:.0f}s, "
+          f"compare {time.monotonic() - rewritten:.0f}s")
 
 
-# CI runs one configuration's kill points; `ci/test.sh --full` every configuration, and more points in each.
-@pytest.mark.parametrize("config", [pytest.param(c, marks=() if c.name == "cow-local-mdt" else pytest.mark.full)
-                                    for c in CONFIGS], ids=lambda c: c.name)
+# CI runs each configuration's `phases`; `ci/test.sh --full` adds its `full_phases`.
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_kills_never_show_a_partial_write(config: Config, writer_server: KillableServer, plain_spark: SparkSession,
                                           minio_endpoint: MinioEndpoint, s3a_base_path: str, tmp_path: Path,
                                           request: pytest.FixtureRequest) -> None:
@@ -264,15 +304,49 @@ def test_kills_never_show_a_partial_write(config: Config, writer_server: Killabl
     phases = config.phases + (config.full_phases if full else ())
     path = s3a_base_path if config.storage == "minio" else str(tmp_path / "table")
     run = Run(config, path, writer_server, plain_spark, minio_endpoint, random.Random(f"{config.name}-2285"))
-    spark = connect(writer_server.url, server_timeout=5)
-    indexes = config.metadata_indexes or ()
-    table = HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
-                             table_type=config.table_type, metadata_table=config.metadata_indexes is not None,
-                             metadata_indexes=indexes, cdc="DATA_BEFORE_AFTER", options=config.options())
+    run.create(connect(writer_server.url, server_timeout=5), path)
     seed = [(k, f"s0-{k}", 0, f"p{k % 4}") for k in range(5000)]
-    table.upsert(spark.createDataFrame(seed, SCHEMA))
+    writer = run.writer()
+    writer.upsert(writer.spark.createDataFrame(seed, SCHEMA))
     run.model = {r[0]: (r[1], r[2]) for r in seed}
     started = time.monotonic()
     for index, phase in enumerate(phases):
         _kill_point(run, phase, index)
     print(f"\n{config.name}: {len(phases)} kill points in {time.monotonic() - started:.0f}s")
+
+
+def test_recover_refuses_while_a_writer_is_alive(writer_server: KillableServer, tmp_path: Path) -> None:
+    """A live write under Hudi's LAZY failed-writes policy keeps a heartbeat from its first instant file:
+    recover() from another session refuses it, and once the write commits finds nothing to do."""
+    path = str(tmp_path / "live")
+    spark = connect(writer_server.url, server_timeout=5)
+    table = HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                             table_type="COPY_ON_WRITE", options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    rows = [(k, f"v{k}", 1, f"p{k % 4}") for k in range(2000)]
+
+    @F.udf(StringType())
+    def slowly(v: str, k: int) -> str:  # one row holds the write open (Hudi reads its input once)
+        import time
+
+        if k == 7:
+            time.sleep(10)
+        return v
+
+    heartbeats, watch = Path(path) / ".hoodie" / ".heartbeat", TimelineWatch(path)
+
+    def started() -> bool:
+        beating = heartbeats.is_dir() and any(not n.startswith(".") for n in os.listdir(heartbeats))
+        return beating and any(_PENDING.match(n) for n in watch.names())
+
+    other = HudiTable.open(connect(writer_server.url, server_timeout=5), path)
+    with ThreadPoolExecutor(1) as pool:
+        writing = pool.submit(table.upsert, spark.createDataFrame(rows, SCHEMA).withColumn("v", slowly("v", "id")))
+        deadline = time.monotonic() + 120
+        while not started():
+            assert time.monotonic() < deadline and not writing.done(), "the write never started a heartbeat"
+            time.sleep(0.05)
+        with pytest.raises(WriterActiveError, match="may be alive"):
+            other.recover()
+        writing.result()
+    assert other.recover().rolled_back == ()
+    assert {r.id: r.v for r in other.snapshot().select("id", "v").collect()} == {r[0]: r[1] for r in rows}

@@ -18,6 +18,7 @@ from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.sinks.files import _BATCH_DIRECTORY, FileSink, batch_directory
 from hudi_connect.reverse.sinks.kafka import KafkaSink
 from hudi_connect.reverse.sinks.postgres import PostgresSink, merge_statements, postgres_type
+from hudi_connect.reverse.streamer import unsent_commits
 
 BEGIN = "20261122005911100"
 END_REQUESTED = "20261122005911202"
@@ -448,3 +449,19 @@ def test_ops_after_a_lost_create_are_skipped(tmp_path: Path) -> None:
     (batch,) = execute_ops([pa.RecordBatch.from_pydict({"op": [request]})])
     assert [r["ok"] for r in json.loads(batch.column(0)[0].as_py())] == [True, True]
     assert published.read_text() == "mine"
+
+
+def test_unsent_commits_stop_before_a_hollow_commit_when_ordered_by_requested_time() -> None:
+    def commit(requested: str, completed: str | None) -> Instant:
+        state = InstantState.COMPLETED if completed else InstantState.REQUESTED
+        return Instant(requested, Action.COMMIT, state, completed)
+
+    first, hollow, later = commit("001", "002"), commit("003", None), commit("004", "005")
+    timeline = Timeline((first, hollow, later))
+    # version 6: 004 waits until 003 completes (or is rolled back), else 003 would be skipped for ever
+    assert unsent_commits(timeline, None, by_completion=False) == [first]
+    assert unsent_commits(timeline, first, by_completion=False) == []
+    assert unsent_commits(Timeline((first, commit("003", "006"), later)), first, by_completion=False) == [
+        commit("003", "006"), later]
+    # version 8 orders by completion time: 003 completes after 005 and is sent then
+    assert unsent_commits(timeline, first, by_completion=True) == [later]

@@ -119,5 +119,6 @@ def test_heartbeats_alive_within_hudis_expiry() -> None:
                                 "hoodie.client.heartbeat.tolerable.misses": "3"}) == 3000
     now = int(time.time() * 1000)
     files = [RemoteFile("p/1", "20261123080000000", 0, now - 5_000),
-             RemoteFile("p/2", "20261123070000000", 0, now - 600_000)]
+             RemoteFile("p/2", "20261123070000000", 0, now - 600_000),
+             RemoteFile("p/3", ".20261123080000000.crc", 8, now - 5_000)]  # a local checksum file beside it
     assert live_heartbeats(files, now, 120_000) == ["20261123080000000"]

@@ -2,8 +2,9 @@
 
 The client has no storage credentials: listings and small files (the
 timeline, ``hoodie.properties``) come back through Spark's ``binaryFile``
-source. Spark's file sources skip names that start with ``.`` or ``_``, so
-only visible names can be listed this way.
+source. Spark's file sources skip names that start with ``.`` or ``_``, and
+empty files (SPARK-26161): a requested instant and a heartbeat are empty, so
+:func:`list_directory` lists on an executor instead.
 """
 
 from __future__ import annotations
@@ -51,6 +52,15 @@ def list_files(spark: SparkSession, pattern: str) -> list[RemoteFile]:
     ]
 
 
+def list_directory(spark: SparkSession, directory: str) -> list[RemoteFile]:
+    """Every file directly under ``directory``, empty and hidden ones too; [] if it does not exist."""
+    directory = directory.rstrip("/")
+    listed = run_storage_ops(spark, [StorageOp("list", directory)])[0]
+    # whole seconds, as binaryFile reports them: completion times derived from them (tables before version 8)
+    # stay the same whichever way a file was listed
+    return [RemoteFile(f"{directory}/{name}", name, size, mtime // 1000 * 1000) for name, size, mtime in listed.files]
+
+
 def read_files(spark: SparkSession, paths: Iterable[str]) -> dict[str, bytes]:
     """The content of each path (as listed by :func:`list_files`), in one round trip."""
     wanted = sorted(set(paths))
@@ -88,4 +98,5 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[Stora
     request = json.dumps([asdict(op) for op in ops])
     rows = spark.createDataFrame([(request,)], OPS_DDL).mapInArrow(execute_ops, "result string").collect()
     decoded = json.loads(rows[0].result)
-    return [StorageResult(r["ok"], r["text"], tuple(r["names"])) for r in decoded]
+    return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]))
+            for r in decoded]

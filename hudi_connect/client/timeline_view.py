@@ -1,5 +1,6 @@
 """``TimelineView`` (RFC-64): a table's timeline and commit metadata, read through any
-Spark Connect server (Hudi jar or not) with Spark's ``binaryFile`` source.
+Spark Connect server (Hudi jar or not): the listing on an executor, the files with
+Spark's ``binaryFile`` source.
 
 Completed instant files never change, so their decoded metadata is cached and
 read only once per view.
@@ -7,6 +8,7 @@ read only once per view.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
@@ -60,8 +62,10 @@ class TimelineView:
                 for p in found}
 
     def _instant_files(self, pattern: str = "*") -> list[InstantFile]:
-        files = remote_files.list_files(self._spark, f"{self.timeline_directory}/[0-9]{pattern}")
-        parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files)
+        # listed on an executor: a requested instant's file is empty, and Spark's sources skip empty files
+        files = remote_files.list_directory(self._spark, self.timeline_directory)
+        parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files
+                  if fnmatch.fnmatchcase(f.name, f"[0-9]{pattern}"))
         return [p for p in parsed if p is not None]
 
     def instant_file(self, instant: Instant) -> str:

@@ -46,6 +46,7 @@ class StorageResult:
     ok: bool  # create: created; get: found; others: done
     text: str = ""  # get: the content
     names: tuple[str, ...] = ()  # list: entry names (directories end with '/')
+    files: tuple[tuple[str, int, int], ...] = ()  # list: (name, size, modification ms) of each file, empty ones too
 
 
 def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -79,11 +80,15 @@ def _execute(op: StorageOp) -> StorageResult:
     if op.kind in ("list", "last"):
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         names = sorted(i.base_name + ("/" if i.type is pafs.FileType.Directory else "") for i in infos)
-        files = [n for n in names if not n.endswith("/") and not n.startswith(".")]
-        if op.kind == "last" and files:
-            with filesystem.open_input_stream(f"{path}/{files[-1]}") as stream:
-                return StorageResult(True, bytes(stream.read()).decode(), tuple(names))
-        return StorageResult(True, names=tuple(names))
+        if op.kind == "last":
+            visible = [n for n in names if not n.endswith("/") and not n.startswith(".")]
+            if visible:
+                with filesystem.open_input_stream(f"{path}/{visible[-1]}") as stream:
+                    return StorageResult(True, bytes(stream.read()).decode(), tuple(names))
+            return StorageResult(True, names=tuple(names))
+        files = sorted((i.base_name, i.size or 0, int(i.mtime.timestamp() * 1000) if i.mtime else 0)
+                       for i in infos if i.type is pafs.FileType.File)
+        return StorageResult(True, names=tuple(names), files=tuple(files))
     if op.kind == "delete":
         info = filesystem.get_file_info(path)
         if info.type is pafs.FileType.Directory:

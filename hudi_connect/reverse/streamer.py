@@ -37,6 +37,26 @@ from hudi_connect.reverse.sink import BatchContext, Sink
 PAUSE_BEFORE_CHECKPOINT_ENV = "HUDI_CONNECT_REVERSE_PAUSE_BEFORE_CHECKPOINT"
 
 
+def unsent_commits(timeline: Timeline, position: Instant | None, *, by_completion: bool) -> list[Instant]:
+    """Completed write commits after a stream's ``position``, in the order to send them.
+
+    Tables before version 8 order commits by requested time only. There a write still pending (a hollow
+    commit) may complete later with an earlier time than one sent, and would be skipped for ever, so the
+    stream stops before it (Hudi's BLOCK handling of hollow commits for streaming reads)."""
+    commits = list(timeline.write_commits())
+    if not by_completion:
+        hollow = min((i.requested_time for i in timeline.pending() if i.writes_data), default=None)
+        if hollow is not None:
+            commits = [c for c in commits if c.requested_time < hollow]
+    if position is None:
+        return commits
+    if by_completion:
+        after = position.completion_time or position.requested_time
+        return sorted((c for c in commits if (c.completion_time or "") > after),
+                      key=lambda c: (c.completion_time or "", c.requested_time))
+    return [c for c in commits if c.requested_time > position.requested_time]
+
+
 @dataclass(frozen=True)
 class BatchResult:
     """One run of the streamer: the checkpoint it recorded (None when there was nothing new)."""
@@ -109,14 +129,7 @@ class ReverseStream:
     # --- batches ---------------------------------------------------------------------------------
 
     def _pending(self, timeline: Timeline, position: Instant | None) -> list[Instant]:
-        commits = list(timeline.write_commits().completed())
-        if position is None:
-            return commits
-        if self._properties.version >= 8:
-            after = position.completion_time or position.requested_time
-            return sorted((c for c in commits if (c.completion_time or "") > after),
-                          key=lambda c: (c.completion_time or "", c.requested_time))
-        return [c for c in commits if c.requested_time > position.requested_time]
+        return unsent_commits(timeline, position, by_completion=self._properties.version >= 8)
 
     @over_connect("running a reverse-stream batch",
                   outcome="Its checkpoint did not move: the next run sends the batch again.")

@@ -71,6 +71,9 @@ def s3a_confs(minio: MinioEndpoint) -> dict[str, str]:
         "spark.hadoop.fs.s3a.endpoint.region": minio.region,
         "spark.hadoop.fs.s3a.path.style.access": "true",
         "spark.hadoop.fs.s3a.connection.ssl.enabled": str(minio.endpoint_url.startswith("https")).lower(),
+        # Hadoop 3.3's pool of 96 runs dry when Hudi opens many metadata-table log files at once ("Timeout
+        # waiting for connection from pool", apache/hudi#2429); Hadoop 3.4 raised it to 500 (HADOOP-19015)
+        "spark.hadoop.fs.s3a.connection.maximum": "500",
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.aws.credentials.provider": "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
     }

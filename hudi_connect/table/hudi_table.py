@@ -29,6 +29,7 @@ from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import (
     InvalidInstantError,
+    ServerUnavailableError,
     SinkError,
     TableExistsError,
     UnsupportedOperationError,
@@ -365,10 +366,16 @@ class HudiTable:
             if not isinstance(error, PySparkException):
                 raise
             raise self._failed_write(what, write_id, error) from error
-        outcome = self.outcome_of(write_id)
-        if outcome.instant is None:
-            raise WriteFailedError(f"{what} finished but no commit carries its write id: {outcome}")
-        self._forward_commit(outcome.instant)
+        try:
+            outcome = self.outcome_of(write_id)
+            if outcome.instant is None:
+                raise WriteFailedError(f"{what} finished but no commit carries its write id: {outcome}")
+            self._forward_commit(outcome.instant)
+        except ServerUnavailableError as lost:  # the write itself had been answered: say it committed
+            forwarding = " Forwarding it to reverse streams did not finish: their next run sends it." \
+                if self._forward else ""
+            raise ServerUnavailableError(f"{lost} The {what} had committed: its server answered it.{forwarding}",
+                                         doing=lost.doing, write_id=write_id) from lost
         return outcome.instant
 
     def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError:
@@ -430,9 +437,12 @@ class HudiTable:
         a pending clustering (``run_clustering``), which would reject every update to its file groups.
 
         Idempotent: a clean table is left as it is. Refused with :class:`WriterActiveError` while a Hudi
-        heartbeat of the table (its metadata table's, for streaming metadata writes) is younger than Hudi's
-        expiry (two minutes by default), since the writer may be alive; pass ``assume_no_writer=True`` when
-        you know its server is gone. Pending compaction and clean plans are left for Hudi's next run.
+        heartbeat of the table is younger than Hudi's expiry (two minutes by default), since the writer may be
+        alive; pass ``assume_no_writer=True`` when you know its server is gone. Hudi writes heartbeats for the
+        whole of a write only under ``hoodie.clean.failed.writes.policy=LAZY``; under the default (EAGER,
+        one writer) only the metadata table's streaming write has one, for part of the write, and otherwise
+        recover() relies, as Hudi's own next write does, on there being one writer. Pending compaction and
+        clean plans are left for Hudi's next run.
         """
         plan = plan_recovery(self.timeline())
         metadata_pending = self._metadata_table_pending()
@@ -460,7 +470,7 @@ class HudiTable:
         expiry = heartbeat_expiry_ms(self._write_options)
         now_ms = int(time.time() * 1000)
         for directory in (".hoodie/.heartbeat", ".hoodie/metadata/.hoodie/.heartbeat"):
-            files = remote_files.list_files(self._spark, f"{self._base_path}/{directory}/*")
+            files = remote_files.list_directory(self._spark, f"{self._base_path}/{directory}")  # heartbeats are empty
             alive = live_heartbeats(files, now_ms, expiry)
             if alive:
                 raise WriterActiveError(

@@ -80,4 +80,4 @@ def heartbeat_expiry_ms(options: Mapping[str, str]) -> int:
 
 def live_heartbeats(files: Iterable[RemoteFile], now_ms: int, expiry_ms: int) -> list[str]:
     """Instants whose heartbeat file (``.hoodie/.heartbeat/<instant>``) was touched within ``expiry_ms``."""
-    return sorted(f.name for f in files if now_ms - f.modification_time_ms <= expiry_ms)
+    return sorted(f.name for f in files if not f.name.startswith(".") and now_ms - f.modification_time_ms <= expiry_ms)
