@@ -128,9 +128,6 @@ class ReverseStream:
 
     # --- batches ---------------------------------------------------------------------------------
 
-    def _pending(self, timeline: Timeline, position: Instant | None) -> list[Instant]:
-        return unsent_commits(timeline, position, by_completion=self._properties.version >= 8)
-
     @over_connect("running a reverse-stream batch",
                   outcome="Its checkpoint did not move: the next run sends the batch again.")
     def run_once(self, *, until: Instant | None = None) -> BatchResult:
@@ -140,7 +137,7 @@ class ReverseStream:
         started = time.monotonic()
         current = self.checkpoint()
         position = current.position
-        pending = self._pending(self._view.timeline(), position)
+        pending = unsent_commits(self._view.timeline(), position, by_completion=self._properties.version >= 8)
         if until is not None:
             pending = [c for c in pending if (c.completion_time or "") <= (until.completion_time or "")]
         if not pending:
