@@ -47,8 +47,10 @@ class KillableServer:
         for process in self.service.processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
+        deadline = killed_at + 60
         for process in self.service.processes:
             while pid_alive(process.pid):
+                assert time.monotonic() < deadline, f"{process.name} (pid {process.pid}) outlived SIGKILL by 60s"
                 time.sleep(0.02)
         self.kills += 1
         return killed_at

@@ -88,3 +88,23 @@ def test_log_tail_keeps_the_first_errors_that_scrolled_out(tmp_path: Path) -> No
     assert excerpt[0] == "ERROR Socket server failed to bind: Address already in use"
     assert excerpt[1] == "[...]"
     assert excerpt[2:] == [f"INFO shutting down step {i}" for i in range(195, 200)]
+
+
+def test_a_zombie_that_is_not_our_child_counts_as_gone() -> None:
+    """A killed server's process can linger as a zombie of a parent that never reaps it (a container's bare
+    PID 1): waiting for it to vanish would never end."""
+    import subprocess
+
+    parent = subprocess.Popen(["bash", "-c", "sleep 0.1 & echo $!; exec sleep 30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        orphan = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{orphan}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert not pid_alive(orphan)  # a zombie, and its parent (not us) will not reap it
+        assert pid_alive(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait()

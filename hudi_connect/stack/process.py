@@ -146,12 +146,23 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie child of ours counts as gone.
+    # A zombie counts as gone: ours is reaped here; another's (an orphan whose new parent does not reap,
+    # as under a container's bare PID 1) stays in the process table, and waiting for it would never end.
     try:
         finished, _ = os.waitpid(pid, os.WNOHANG)
-        return finished == 0
+        if finished:
+            return False
     except ChildProcessError:
-        return True
+        pass
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # gone, or no /proc: os.kill said it exists
+    return stat.rpartition(")")[2].split()[0] == "Z"  # the state follows the command name in parentheses
 
 
 def stop(process: ServiceProcess, grace: float = 15.0) -> None:
