@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from pyspark.sql import SparkSession
 
+from hudi_connect.client.session_close import guard_close
 from hudi_connect.errors import ServerUnavailableError
 
 DEFAULT_SERVER_TIMEOUT = 30.0  # seconds of retrying an unreachable server before giving up
@@ -92,6 +93,7 @@ def bound_server_wait(spark: SparkSession, seconds: float = DEFAULT_SERVER_TIMEO
 def ensure_bounded(spark: SparkSession) -> SparkSession:
     """Give a session made elsewhere (``SparkSession.builder.remote(...)``) the default bound, once."""
     if not hasattr(spark.client, _TIMEOUT_ATTRIBUTE):
+        guard_close(spark)
         bound_server_wait(spark, DEFAULT_SERVER_TIMEOUT)
     return spark
 
