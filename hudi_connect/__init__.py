@@ -19,9 +19,10 @@ from hudi_connect.errors import (
     WriteFailedError,
     WriterActiveError,
 )
+from hudi_connect.format.history import HistoryEntry
 from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
 from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
-from hudi_connect.table.hudi_table import HistoryEntry, HudiTable
+from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.table.recovery import RecoveryReport
 from hudi_connect.table.write_outcome import WriteOutcome, WriteState
 

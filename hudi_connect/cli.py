@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import json
 import os
 import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from hudi_connect.errors import HudiConnectError
 
@@ -22,20 +26,22 @@ if TYPE_CHECKING:
 def _demo(args: argparse.Namespace) -> None:
     from hudi_connect.client.server import connect, require_hudi_server
     from hudi_connect.demo import run_demo
-    from hudi_connect.local import local_hudi_server
 
     path = args.path or tempfile.mkdtemp(prefix="hudi-connect-demo-") + "/trips"
     if args.remote:
         spark = connect(args.remote)
         require_hudi_server(spark)
-        run_demo(spark, path)
+        run_demo(spark, path, jar_free=connect(args.jar_free_remote) if args.jar_free_remote else None)
         return
-    print("Starting a local Spark Connect server with Hudi (the embedded default)...", flush=True)
-    with local_hudi_server() as url:
-        spark = connect(url)
+    from hudi_connect.local import local_servers
+
+    print("Starting two local Spark Connect servers: one with Hudi's jars, one without...", flush=True)
+    with local_servers() as (hudi_url, plain_url):
+        spark, plain = connect(hudi_url), connect(plain_url)
         require_hudi_server(spark)
-        run_demo(spark, path)
+        run_demo(spark, path, jar_free=plain)
         spark.stop()
+        plain.stop()
 
 
 def _reverse_stream(args: argparse.Namespace) -> None:
@@ -119,11 +125,127 @@ def _recover(args: argparse.Namespace) -> None:
     print(f"{args.table}: {table.recover(assume_no_writer=args.assume_no_writer)}")
 
 
+# --- looking at a table: history, changes, files (jar-free: any Spark Connect server) ---------------
+
+@contextlib.contextmanager
+def _session(args: argparse.Namespace) -> Iterator[SparkSession]:
+    """A session on ``--remote``, or on a local server started for the command and stopped after it."""
+    from hudi_connect.client.server import connect
+
+    if args.remote:
+        yield connect(args.remote, server_timeout=args.server_timeout)
+        return
+    from hudi_connect.local import local_hudi_server
+
+    print("Starting a local Spark Connect server (the embedded default)...", file=sys.stderr, flush=True)
+    with local_hudi_server() as url:
+        spark = connect(url, server_timeout=args.server_timeout)
+        yield spark
+        spark.stop()
+
+
+def _print_table(rows: Sequence[dict[str, Any]], empty: str) -> None:
+    from tabulate import tabulate
+
+    print(tabulate(rows, headers="keys", tablefmt="simple", disable_numparse=True) if rows else empty)
+
+
+def _json_line(value: object) -> str:
+    return json.dumps(value, default=str, sort_keys=True)  # str: timestamps, decimals and bytes as text
+
+
+def _history(args: argparse.Namespace) -> None:
+    from hudi_connect.client.timeline_view import TimelineView
+    from hudi_connect.format.history import history_entries
+
+    with _session(args) as spark:
+        view = TimelineView.open(spark, args.table)
+        instants = list(reversed(view.timeline().instants))[:args.limit]
+        entries = [dataclasses.asdict(e) for e in history_entries(instants, view.commit_metadata(instants))]
+    if args.json:
+        print(json.dumps(entries, indent=2))
+        return
+    _print_table(entries, f"{args.table}: no instants")
+
+
+def _changes(args: argparse.Namespace) -> None:
+    from hudi_connect.cdc import ChangeQuery
+
+    with _session(args) as spark:
+        query = ChangeQuery(spark, args.table)
+        if args.explain:
+            print(query.explain(args.begin, args.end))
+            return
+        changes = query.changes(args.begin, args.end, format="typed").orderBy("requested_time", "record_key")
+        if args.json:
+            for row in changes.toLocalIterator():
+                print(_json_line(row.asDict(recursive=True)))
+            return
+        rows = changes.limit(args.limit + 1).collect()
+    shown = [{"op": r.op, "commit": r.requested_time, "record key": r.record_key,
+              "before": _json_line(r.before.asDict(recursive=True)) if r.before else "",
+              "after": _json_line(r.after.asDict(recursive=True)) if r.after else ""} for r in rows[:args.limit]]
+    _print_table(shown, f"{args.table}: no changes in ({args.begin}, {args.end or 'latest'}]")
+    if len(rows) > args.limit:
+        print(f"... more than {args.limit} changes: raise --limit, or --json prints them all")
+
+
+def _files(args: argparse.Namespace) -> None:
+    from hudi_connect.format.spec_models import slice_bytes
+    from hudi_connect.spec import FileIndex
+
+    slices: list[dict[str, Any]] = []
+    with _session(args) as spark:
+        for snapshot in FileIndex(spark, args.table).list_files_at(args.as_of):
+            for s in snapshot.file_slices:
+                slices.append({
+                    "partition": s.partition, "file_id": s.file_id,
+                    "base_file": s.base_file.name if s.base_file else None,
+                    "base_instant": s.base_instant,
+                    "log_files": [f.name for f in s.log_files], "bytes": slice_bytes(s),
+                })
+    if args.json:
+        print(json.dumps(slices, indent=2))
+        return
+    shown = [{**s, "base_file": s["base_file"] or "-", "log_files": len(s["log_files"])} for s in slices]
+    _print_table(shown, f"{args.table}: no file slices")
+
+
+def _add_inspection_commands(commands: Any) -> None:
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = commands.add_parser(name, help=help)
+        parser.add_argument("table", help="the table's base path on the server's storage")
+        parser.add_argument("--remote", help="sc:// URL of any Spark Connect server, Hudi jar or not "
+                                             "(default: start a local one)")
+        parser.add_argument("--json", action="store_true", help="JSON for machines instead of a table")
+        parser.add_argument("--server-timeout", type=float, default=30.0,
+                            help="seconds to retry an unreachable server")
+        return parser
+
+    history = command("history", "the table's instants, newest first, with write statistics")
+    history.add_argument("--limit", type=int, help="only the newest N instants")
+    history.set_defaults(run=_history)
+    changes = command("changes", "the changes of commits in (BEGIN, END], computed without Hudi's jars (RFC-51)")
+    changes.add_argument("--begin", default="earliest",
+                         help="exclusive start: 'earliest', or an instant time (its completion time on table "
+                              "version 8 and later, as in Hudi's incremental queries)")
+    changes.add_argument("--end", help="inclusive end instant (default: the latest commit)")
+    changes.add_argument("--limit", type=int, default=50, help="rows in the table (--json prints all)")
+    changes.add_argument("--explain", action="store_true",
+                         help="the inference case and files of each file group per commit, instead of the rows")
+    changes.set_defaults(run=_changes)
+    files = command("files", "the file slices a snapshot read sees (RFC-64's FileIndex)")
+    files.add_argument("--as-of", help="an instant's requested time (default: the latest)")
+    files.set_defaults(run=_files)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hudi-connect", description="Apache Hudi over Spark Connect")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="write, update and delete a small MOR table and print it")
     demo.add_argument("--remote", help="sc:// URL of a Hudi-enabled server (default: start a local one)")
+    demo.add_argument("--jar-free-remote", help="sc:// URL of a server without Hudi's jars for the reads "
+                                                "(with --remote; default: the --remote server)")
     demo.add_argument("--path", help="table path (default: a new local temporary directory)")
     demo.set_defaults(run=_demo)
     stream = commands.add_parser(
@@ -162,7 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     recover.add_argument("--server-timeout", type=float, default=30.0,
                          help="seconds to retry an unreachable server")
     recover.set_defaults(run=_recover)
+    _add_inspection_commands(commands)
     args = parser.parse_args(argv)
+    # pyspark's best-effort release of finished results, after a session closed: harmless, and noise here
+    warnings.filterwarnings("ignore", message="ReleaseExecute failed", category=UserWarning)
     try:
         args.run(args)
     except HudiConnectError as error:

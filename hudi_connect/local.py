@@ -1,4 +1,4 @@
-"""The embedded default: a local Spark Connect server with Hudi, for one process.
+"""The embedded default: a local Spark Connect server with Hudi (and one without, for the demo), for one process.
 
     with local_hudi_server() as url:
         spark = connect(url)
@@ -28,6 +28,31 @@ def local_hudi_server(run_dir: Path | None = None) -> Iterator[str]:
             yield server.endpoint.url  # type: ignore[attr-defined]
         finally:
             server.stop()
+    finally:
+        if owned:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def local_servers(run_dir: Path | None = None) -> Iterator[tuple[str, str]]:
+    """A local server with Hudi's jars and one without (the jar-free reads), started side by side;
+    yields their ``sc://`` URLs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    provision.provision(["jars", "interceptor", "server-python"])
+    owned = run_dir is None
+    directory = Path(tempfile.mkdtemp(prefix="hudi-connect-local-")) if run_dir is None else run_dir
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            starting = [pool.submit(start_spark_connect, directory, flavor) for flavor in ("hudi", "plain")]
+        servers = [s.result() for s in starting if s.exception() is None]
+        try:
+            for started in starting:
+                started.result()  # a server that failed to start fails the demo, after the other is stopped
+            yield servers[0].endpoint.url, servers[1].endpoint.url  # type: ignore[attr-defined]
+        finally:
+            for server in servers:
+                server.stop()
     finally:
         if owned:
             shutil.rmtree(directory, ignore_errors=True)

@@ -16,7 +16,6 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
@@ -37,6 +36,7 @@ from hudi_connect.errors import (
     WriterActiveError,
 )
 from hudi_connect.format.commit_metadata import CommitMetadata
+from hudi_connect.format.history import HistoryEntry, history_entries
 from hudi_connect.format.internal_schema import uses_schema_on_read
 from hudi_connect.format.table_config import (
     CdcLoggingMode,
@@ -61,24 +61,6 @@ if TYPE_CHECKING:
     from hudi_connect.reverse.changes import StreamMode
     from hudi_connect.reverse.sink import Sink
     from hudi_connect.reverse.streamer import ReverseStream
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One instant of :meth:`HudiTable.history`, newest first (like ``DeltaTable.history()``)."""
-
-    requested_time: str
-    completion_time: str | None
-    action: str
-    state: str
-    operation_type: str | None
-    partitions_written: int
-    files_written: int
-    records_written: int
-    inserts: int
-    updates: int
-    deletes: int
-    bytes_written: int
 
 
 def _names(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -219,26 +201,7 @@ class HudiTable:
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Instants newest first, with operation type and write statistics."""
         instants = list(reversed(self.timeline().instants))[:limit]
-        metadata = self.commit_metadata(instants)
-        entries = []
-        for instant in instants:
-            meta = metadata.get(instant)
-            stats = meta.write_stats if meta else ()
-            entries.append(HistoryEntry(
-                requested_time=instant.requested_time,
-                completion_time=instant.completion_time,
-                action=instant.action.value,
-                state=instant.state.value,
-                operation_type=meta.operation_type if meta else None,
-                partitions_written=len(meta.partitions) if meta else 0,
-                files_written=len(stats),
-                records_written=sum(s.num_writes for s in stats),
-                inserts=sum(s.num_inserts for s in stats),
-                updates=sum(s.num_updates for s in stats),
-                deletes=sum(s.num_deletes for s in stats),
-                bytes_written=sum(s.total_write_bytes for s in stats),
-            ))
-        return entries
+        return history_entries(instants, self.commit_metadata(instants))
 
     # --- reverse streams (RFC-70) -------------------------------------------------------------
 

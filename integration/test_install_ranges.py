@@ -1,0 +1,104 @@
+"""hudi-connect installs beside a user's own pyarrow, pandas and numpy, at both ends of the ranges it states
+(issue: meet users where they are).
+
+Each end is a fresh venv that already holds what a user of the Spark 3.5 line could have: the newest
+versions that line allows, or the oldest hudi-connect states. Installing ``hudi-connect[spark35]`` there must
+change none of them; then the library must work with them: its unit tests pass, and a jar-free snapshot read
+and change query over Spark Connect (plain server) equal hudi-rs and the fixture's history.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hudi import HudiTableBuilder
+
+from hudi_connect.testing.fixture_tables import unzip_fixture
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = "mor_avro_v6_trips_8i1u"  # 8 inserts, then 1 update: 8 rows, 9 changes
+
+# What a user's environment holds before hudi-connect arrives. Newest: what pip picks for the Spark 3.5 line
+# (its client needs numpy < 2; pyarrow 26 needs numpy 2 without declaring it). Oldest: the low ends that
+# pyproject.toml states.
+USER_ENVIRONMENTS = {
+    "newest": ["pyspark[connect]>=3.5.2,<3.6", "numpy<2", "pandas", "pyarrow<26", "grpcio"],  # pandas 3.0
+    "oldest": ["pyspark[connect]==3.5.2", "numpy==1.23.2", "pandas==2.0.0", "pyarrow==20.0.0", "grpcio==1.56.0",
+               "tabulate==0.9.0"],
+}
+WATCHED = ("pyspark", "numpy", "pandas", "pyarrow", "grpcio")
+
+READ_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from hudi_connect import connect
+    from hudi_connect.cdc import ChangeQuery
+    from hudi_connect.reader import TableReader
+
+    spark = connect(sys.argv[1])
+    rows = TableReader(spark, sys.argv[2]).snapshot().toPandas()  # the client's own Arrow-to-pandas path
+    keys = sorted(zip(rows["_hoodie_record_key"], rows["_hoodie_commit_time"]))
+    changes = int(ChangeQuery(spark, sys.argv[2]).changes("earliest").count())  # pyspark 3.5 counts in numpy
+    print(json.dumps({"keys": keys, "changes": changes}))
+""")
+
+
+def _run(command: Sequence[str], cwd: Path | None = None) -> str:
+    result = subprocess.run(list(command), capture_output=True, text=True, cwd=cwd)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+def _versions(python: Path) -> dict[str, str]:
+    listed = json.loads(_run([str(python), "-m", "pip", "list", "--format", "json"]))
+    return {p["name"].lower(): p["version"] for p in listed}
+
+
+@pytest.mark.parametrize("end", ["newest", pytest.param("oldest", marks=pytest.mark.full)])
+def test_installs_beside_the_users_libraries_and_works_with_them(
+    end: str, tmp_path: Path, plain_server_url: str,
+) -> None:
+    source = tmp_path / "source"  # a copy: pip builds in the source tree, and the work tree stays as it is
+    shutil.copytree(REPO / "hudi_connect", source / "hudi_connect", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    venv = tmp_path / "venv"
+    _run([sys._base_executable, "-m", "venv", str(venv)])  # type: ignore[attr-defined]
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--progress-bar", "off"]
+    _run([*pip, *USER_ENVIRONMENTS[end]])
+    before = _versions(python)
+    assert before["numpy"].startswith("1.")  # the Spark 3.5 line
+
+    _run([*pip, f"{source}[spark35]"])
+    after = _versions(python)
+    assert {name: after[name] for name in before} == before  # nothing up- or downgraded (tabulate may be new)
+    assert "hudi-connect" in after
+
+    # the library at work with these versions: its unit tests (with the test tools, the user's versions held)
+    pins = tmp_path / "pins.txt"
+    pins.write_text("".join(f"{name}=={before[name]}\n" for name in WATCHED))
+    _run([*pip, "-c", str(pins), f"{source}[test]"])
+    assert {name: _versions(python)[name] for name in WATCHED} == {name: before[name] for name in WATCHED}
+    out = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=REPO)
+    assert " passed" in out and "failed" not in out, out[-2000:]
+
+    # and over Spark Connect, jar-free, from that environment (the installed copy, not the work tree)
+    base = str(unzip_fixture(FIXTURE, tmp_path))
+    script = tmp_path / "read.py"
+    script.write_text(READ_SCRIPT)
+    answer = json.loads(_run([str(python), str(script), plain_server_url, base], cwd=tmp_path).splitlines()[-1])
+    theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(base).build().read())
+    expected = sorted(zip(theirs["_hoodie_record_key"].to_pylist(), theirs["_hoodie_commit_time"].to_pylist(),
+                          strict=True))
+    assert [tuple(k) for k in answer["keys"]] == expected
+    assert answer["changes"] == 9
+    versions = ", ".join(f"{name} {before[name]}" for name in WATCHED)
+    print(f"\n{end}: {versions}: installed without changes, {out.strip().splitlines()[-1]}")
