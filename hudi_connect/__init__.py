@@ -1,5 +1,11 @@
 """hudi-connect: Apache Hudi for Python users who reach Spark only through Spark Connect."""
 
+try:
+    import pyspark  # noqa: F401
+except ImportError as missing:  # the Spark line is an extra: a Connect client works only with its own line
+    raise ImportError("hudi-connect needs the Spark Connect client of your servers' line: "
+                      "pip install 'hudi-connect[spark35]' for Spark 3.5") from missing
+
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
 from hudi_connect.errors import (

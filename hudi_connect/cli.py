@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import signal
 import sys
@@ -38,10 +40,12 @@ def _demo(args: argparse.Namespace) -> None:
     print("Starting two local Spark Connect servers: one with Hudi's jars, one without...", flush=True)
     with local_servers() as (hudi_url, plain_url):
         spark, plain = connect(hudi_url), connect(plain_url)
-        require_hudi_server(spark)
-        run_demo(spark, path, jar_free=plain)
-        spark.stop()
-        plain.stop()
+        try:
+            require_hudi_server(spark)
+            run_demo(spark, path, jar_free=plain)
+        finally:
+            spark.stop()
+            plain.stop()
 
 
 def _reverse_stream(args: argparse.Namespace) -> None:
@@ -129,19 +133,30 @@ def _recover(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def _session(args: argparse.Namespace) -> Iterator[SparkSession]:
-    """A session on ``--remote``, or on a local server started for the command and stopped after it."""
+    """A session on ``--remote``, or on a local server started for the command and stopped after it.
+    A server lost under the command raises ServerUnavailableError (printed as an error, not a traceback)."""
     from hudi_connect.client.server import connect
 
     if args.remote:
-        yield connect(args.remote, server_timeout=args.server_timeout)
+        spark = connect(args.remote, server_timeout=args.server_timeout)
+        try:
+            yield spark
+        except Exception as error:
+            from hudi_connect.client.server_loss import is_server_lost, lost_server_error
+
+            if isinstance(error, HudiConnectError) or not is_server_lost(error):
+                raise
+            raise lost_server_error(spark, f"running hudi-connect {args.command} on {args.table}") from error
         return
     from hudi_connect.local import local_hudi_server
 
     print("Starting a local Spark Connect server (the embedded default)...", file=sys.stderr, flush=True)
     with local_hudi_server() as url:
         spark = connect(url, server_timeout=args.server_timeout)
-        yield spark
-        spark.stop()
+        try:
+            yield spark
+        finally:
+            spark.stop()
 
 
 def _print_table(rows: Sequence[dict[str, Any]], empty: str) -> None:
@@ -150,18 +165,38 @@ def _print_table(rows: Sequence[dict[str, Any]], empty: str) -> None:
     print(tabulate(rows, headers="keys", tablefmt="simple", disable_numparse=True) if rows else empty)
 
 
+def _jsonable(value: object) -> object:
+    """Valid JSON as Spark's ``to_json`` writes it: bytes in base64, NaN and infinities as strings,
+    timestamps, dates and decimals as text."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
 def _json_line(value: object) -> str:
-    return json.dumps(value, default=str, sort_keys=True)  # str: timestamps, decimals and bytes as text
+    return json.dumps(_jsonable(value), sort_keys=True, allow_nan=False)
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
 
 
 def _history(args: argparse.Namespace) -> None:
     from hudi_connect.client.timeline_view import TimelineView
-    from hudi_connect.format.history import history_entries
 
     with _session(args) as spark:
-        view = TimelineView.open(spark, args.table)
-        instants = list(reversed(view.timeline().instants))[:args.limit]
-        entries = [dataclasses.asdict(e) for e in history_entries(instants, view.commit_metadata(instants))]
+        entries = [dataclasses.asdict(e) for e in TimelineView.open(spark, args.table).history(args.limit)]
     if args.json:
         print(json.dumps(entries, indent=2))
         return
@@ -176,7 +211,8 @@ def _changes(args: argparse.Namespace) -> None:
         if args.explain:
             print(query.explain(args.begin, args.end))
             return
-        changes = query.changes(args.begin, args.end, format="typed").orderBy("requested_time", "record_key")
+        changes = query.changes(args.begin, args.end, format="typed").orderBy(
+            "completion_time", "requested_time", "record_key")  # commit order: completion on version 8+
         if args.json:
             for row in changes.toLocalIterator():
                 print(_json_line(row.asDict(recursive=True)))
@@ -223,14 +259,14 @@ def _add_inspection_commands(commands: Any) -> None:
         return parser
 
     history = command("history", "the table's instants, newest first, with write statistics")
-    history.add_argument("--limit", type=int, help="only the newest N instants")
+    history.add_argument("--limit", type=_positive, help="only the newest N instants")
     history.set_defaults(run=_history)
     changes = command("changes", "the changes of commits in (BEGIN, END], computed without Hudi's jars (RFC-51)")
     changes.add_argument("--begin", default="earliest",
                          help="exclusive start: 'earliest', or an instant time (its completion time on table "
                               "version 8 and later, as in Hudi's incremental queries)")
     changes.add_argument("--end", help="inclusive end instant (default: the latest commit)")
-    changes.add_argument("--limit", type=int, default=50, help="rows in the table (--json prints all)")
+    changes.add_argument("--limit", type=_positive, default=50, help="rows in the table (--json prints all)")
     changes.add_argument("--explain", action="store_true",
                          help="the inference case and files of each file group per commit, instead of the rows")
     changes.set_defaults(run=_changes)
@@ -246,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--remote", help="sc:// URL of a Hudi-enabled server (default: start a local one)")
     demo.add_argument("--jar-free-remote", help="sc:// URL of a server without Hudi's jars for the reads "
                                                 "(with --remote; default: the --remote server)")
-    demo.add_argument("--path", help="table path (default: a new local temporary directory)")
+    demo.add_argument("--path", help="a new table path (default: in a new local temporary directory)")
     demo.set_defaults(run=_demo)
     stream = commands.add_parser(
         "reverse-stream", help="stream a table (in full, then its changes) to Kafka, files or PostgreSQL (RFC-70)")
@@ -286,6 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     recover.set_defaults(run=_recover)
     _add_inspection_commands(commands)
     args = parser.parse_args(argv)
+    if args.command == "demo" and args.jar_free_remote and not args.remote:
+        parser.error("--jar-free-remote goes with --remote (locally the demo starts both servers)")
     # pyspark's best-effort release of finished results, after a session closed: harmless, and noise here
     warnings.filterwarnings("ignore", message="ReleaseExecute failed", category=UserWarning)
     try:

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,23 +38,24 @@ def local_hudi_server(run_dir: Path | None = None) -> Iterator[str]:
 @contextmanager
 def local_servers(run_dir: Path | None = None) -> Iterator[tuple[str, str]]:
     """A local server with Hudi's jars and one without (the jar-free reads), started side by side;
-    yields their ``sc://`` URLs."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    yields their ``sc://`` URLs. Whatever happens (one fails to start, Ctrl-C), every server that started
+    is stopped."""
     provision.provision(["jars", "interceptor", "server-python"])
     owned = run_dir is None
     directory = Path(tempfile.mkdtemp(prefix="hudi-connect-local-")) if run_dir is None else run_dir
     try:
-        with ThreadPoolExecutor(2) as pool:
+        with contextlib.ExitStack() as started:
+            pool = ThreadPoolExecutor(2)
             starting = [pool.submit(start_spark_connect, directory, flavor) for flavor in ("hudi", "plain")]
-        servers = [s.result() for s in starting if s.exception() is None]
-        try:
-            for started in starting:
-                started.result()  # a server that failed to start fails the demo, after the other is stopped
-            yield servers[0].endpoint.url, servers[1].endpoint.url  # type: ignore[attr-defined]
-        finally:
-            for server in servers:
-                server.stop()
+            try:
+                wait(starting)
+            finally:  # interrupted too: let both starts finish, so that each one that started is stopped
+                pool.shutdown(wait=True)
+                for future in starting:
+                    if future.exception() is None:
+                        started.callback(future.result().stop)
+            hudi, plain = (future.result() for future in starting)  # a failed start raises here
+            yield hudi.endpoint.url, plain.endpoint.url  # type: ignore[attr-defined]
     finally:
         if owned:
             shutil.rmtree(directory, ignore_errors=True)

@@ -10,6 +10,7 @@ and change query over Spark Connect (plain server) equal hudi-rs and the fixture
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,14 +31,15 @@ FIXTURE = "mor_avro_v6_trips_8i1u"  # 8 inserts, then 1 update: 8 rows, 9 change
 # (its client needs numpy < 2; pyarrow 26 needs numpy 2 without declaring it). Oldest: the low ends that
 # pyproject.toml states.
 USER_ENVIRONMENTS = {
-    "newest": ["pyspark[connect]>=3.5.2,<3.6", "numpy<2", "pandas", "pyarrow<26", "grpcio"],  # pandas 3.0
+    "newest": ["pyspark[connect]>=3.5.2,<3.6", "numpy<2", "pandas", "pyarrow<26", "grpcio", "fastavro"],
     "oldest": ["pyspark[connect]==3.5.2", "numpy==1.23.2", "pandas==2.0.0", "pyarrow==20.0.0", "grpcio==1.56.0",
-               "tabulate==0.9.0"],
+               "tabulate==0.9.0", "fastavro==1.9.0"],
 }
-WATCHED = ("pyspark", "numpy", "pandas", "pyarrow", "grpcio")
+WATCHED = ("pyspark", "numpy", "pandas", "pyarrow", "grpcio", "fastavro")
 
 READ_SCRIPT = textwrap.dedent("""
     import json, sys
+    import hudi_connect
     from hudi_connect import connect
     from hudi_connect.cdc import ChangeQuery
     from hudi_connect.reader import TableReader
@@ -46,8 +48,9 @@ READ_SCRIPT = textwrap.dedent("""
     rows = TableReader(spark, sys.argv[2]).snapshot().toPandas()  # the client's own Arrow-to-pandas path
     keys = sorted(zip(rows["_hoodie_record_key"], rows["_hoodie_commit_time"]))
     changes = int(ChangeQuery(spark, sys.argv[2]).changes("earliest").count())  # pyspark 3.5 counts in numpy
-    print(json.dumps({"keys": keys, "changes": changes}))
+    print(json.dumps({"keys": keys, "changes": changes, "imported_from": hudi_connect.__file__}))
 """)
+V9_FIXTURE = "mor_avro_v9_txns_simple_meta"  # Avro commit metadata: the client decodes it with fastavro
 
 
 def _run(command: Sequence[str], cwd: Path | None = None) -> str:
@@ -82,23 +85,35 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     assert {name: after[name] for name in before} == before  # nothing up- or downgraded (tabulate may be new)
     assert "hudi-connect" in after
 
-    # the library at work with these versions: its unit tests (with the test tools, the user's versions held)
-    pins = tmp_path / "pins.txt"
-    pins.write_text("".join(f"{name}=={before[name]}\n" for name in WATCHED))
-    _run([*pip, "-c", str(pins), f"{source}[test]"])
-    assert {name: _versions(python)[name] for name in WATCHED} == {name: before[name] for name in WATCHED}
-    out = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=REPO)
-    assert " passed" in out and "failed" not in out, out[-2000:]
-
-    # and over Spark Connect, jar-free, from that environment (the installed copy, not the work tree)
+    # the installed library alone (no test tools) over Spark Connect, jar-free: a snapshot and change query of
+    # a version-6 table equal hudi-rs and the fixture's history (8 inserts, then 1 update)
     base = str(unzip_fixture(FIXTURE, tmp_path))
     script = tmp_path / "read.py"
     script.write_text(READ_SCRIPT)
     answer = json.loads(_run([str(python), str(script), plain_server_url, base], cwd=tmp_path).splitlines()[-1])
+    assert answer["imported_from"].startswith(str(venv))
     theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(base).build().read())
     expected = sorted(zip(theirs["_hoodie_record_key"].to_pylist(), theirs["_hoodie_commit_time"].to_pylist(),
                           strict=True))
     assert [tuple(k) for k in answer["keys"]] == expected
     assert answer["changes"] == 9
+    # and the CLI on a version-9 table (Avro commit metadata): every completed instant of its timeline
+    v9 = unzip_fixture(V9_FIXTURE, tmp_path)
+    history = json.loads(_run([str(venv / "bin" / "hudi-connect"), "history", str(v9), "--remote", plain_server_url,
+                               "--json"], cwd=tmp_path))
+    completed = sorted(n.split("_")[0] for n in os.listdir(v9 / ".hoodie" / "timeline") if "_" in n.split(".")[0])
+    assert sorted(e["requested_time"] for e in history if e["state"] == "COMPLETED") == completed
+    assert all(e["operation_type"] for e in history if e["action"] in ("commit", "deltacommit"))
+
+    # the unit tests with these versions (run from the work tree, whose tests need its layout), the test tools
+    # added around the user's versions (fastavro excepted: the tools pin their own, and the read above used the
+    # user's)
+    held = [name for name in WATCHED if name != "fastavro"]
+    pins = tmp_path / "pins.txt"
+    pins.write_text("".join(f"{name}=={before[name]}\n" for name in held))
+    _run([*pip, "-c", str(pins), f"{source}[test]"])
+    assert {name: _versions(python)[name] for name in held} == {name: before[name] for name in held}
+    out = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=REPO)
+    assert " passed" in out and "failed" not in out, out[-2000:]
     versions = ", ".join(f"{name} {before[name]}" for name in WATCHED)
     print(f"\n{end}: {versions}: installed without changes, {out.strip().splitlines()[-1]}")

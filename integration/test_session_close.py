@@ -19,5 +19,7 @@ def test_a_session_finalized_on_a_release_thread_leaves_the_others_working(plain
     other = connect(plain_server_url)
     assert other.range(5).count() == 5  # queries of other sessions go on: the class lock is free
     assert ExecutePlanResponseReattachableIterator._release_thread_pool is pool
-    other.stop()  # and an explicit stop closes only that session
+    other.stop()  # and an explicit stop closes only that session: the shared pool stays
+    assert other.client.is_closed
+    assert ExecutePlanResponseReattachableIterator._release_thread_pool is pool
     assert connect(plain_server_url).range(3).count() == 3

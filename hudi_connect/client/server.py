@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.server_loss import DEFAULT_SERVER_TIMEOUT, bound_server_wait, server_timeout
-from hudi_connect.client.session_close import guard_close
 from hudi_connect.errors import ServerMisconfiguredError
 
 # conf key -> (a value the server must contain, why Hudi needs it)
@@ -47,8 +46,8 @@ def connect(url: str, *, server_timeout: float = DEFAULT_SERVER_TIMEOUT) -> Spar
     Every call on it gives up on an unreachable server after about ``server_timeout`` seconds of retrying
     (pyspark's own default is ten minutes), with ``ServerUnavailableError`` from hudi-connect's calls.
     """
-    session = guard_close(_session_without_calls(url))
-    bound_server_wait(session, server_timeout)  # before the first call, so every call has the bound
+    session = _session_without_calls(url)
+    bound_server_wait(session, server_timeout)  # before the first call, so every call has the bound; guards close
     setattr(session.client, _URL_ATTRIBUTE, url)
     return session
 

@@ -85,6 +85,7 @@ def bound_server_wait(spark: SparkSession, seconds: float = DEFAULT_SERVER_TIMEO
     all, gRPC's connect timeout can add up to 20 s per attempt. ``seconds=0`` never retries, so a write is
     never re-sent. Call it right after creating the session: calls already retrying keep their budget.
     """
+    guard_close(spark)  # every session hudi-connect bounds also closes without hanging the process
     _apply_policy(spark, RetryPolicy.within(seconds))
     setattr(spark.client, _TIMEOUT_ATTRIBUTE, float(seconds))
     return spark
@@ -93,7 +94,6 @@ def bound_server_wait(spark: SparkSession, seconds: float = DEFAULT_SERVER_TIMEO
 def ensure_bounded(spark: SparkSession) -> SparkSession:
     """Give a session made elsewhere (``SparkSession.builder.remote(...)``) the default bound, once."""
     if not hasattr(spark.client, _TIMEOUT_ATTRIBUTE):
-        guard_close(spark)
         bound_server_wait(spark, DEFAULT_SERVER_TIMEOUT)
     return spark
 

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 
 from hudi_connect.client import remote_files
+from hudi_connect.client.server_loss import over_connect
 from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.format.history import HistoryEntry, history_entries
 from hudi_connect.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
 from hudi_connect.format.table_config import TableProperties, parse_java_properties
 from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
@@ -86,6 +88,12 @@ class TimelineView:
                 if data is not None:
                     self._metadata_cache[path] = decode_commit_metadata(data, name=path)
         return {i: self._metadata_cache[p] for p, i in wanted.items() if p in self._metadata_cache}
+
+    @over_connect("reading the table's history")
+    def history(self, limit: int | None = None) -> list[HistoryEntry]:
+        """Instants newest first (the newest ``limit``), with operation type and write statistics."""
+        instants = list(reversed(self.timeline().instants))[:limit]
+        return history_entries(instants, self.commit_metadata(instants))
 
     def schema_history(self, timeline: Timeline) -> list[SchemaVersion]:
         """Schema-on-read versions, oldest first (none for tables without schema on read)."""

@@ -36,7 +36,7 @@ from hudi_connect.errors import (
     WriterActiveError,
 )
 from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.history import HistoryEntry, history_entries
+from hudi_connect.format.history import HistoryEntry
 from hudi_connect.format.internal_schema import uses_schema_on_read
 from hudi_connect.format.table_config import (
     CdcLoggingMode,
@@ -200,8 +200,7 @@ class HudiTable:
     @over_connect("reading the table's history")
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Instants newest first, with operation type and write statistics."""
-        instants = list(reversed(self.timeline().instants))[:limit]
-        return history_entries(instants, self.commit_metadata(instants))
+        return self._view.history(limit)
 
     # --- reverse streams (RFC-70) -------------------------------------------------------------
 
