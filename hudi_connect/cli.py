@@ -49,16 +49,8 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _reverse_stream(args: argparse.Namespace) -> None:
-    from hudi_connect.client.server import connect
-
-    if not args.remote:
-        from hudi_connect.local import local_hudi_server
-
-        print("Starting a local Spark Connect server with Hudi (the embedded default)...", flush=True)
-        with local_hudi_server() as url:
-            _run_stream(connect(url), args)
-        return
-    _run_stream(connect(args.remote, server_timeout=args.server_timeout), args)
+    with _session(args) as spark:
+        _run_stream(spark, args)
 
 
 def _sinks(spark: SparkSession, args: argparse.Namespace) -> list[Sink]:
