@@ -3,7 +3,8 @@
 One place for every pin, so that the provisioning scripts, the launchers and
 the README agree. The Spark 4.0 line with ``hudi-spark4.0-bundle_2.13`` is not
 served by the Maven registry this project can reach, so the pinned pair is the
-newest one that is: Spark 3.5.7 (Scala 2.12) with Hudi 1.2.0.
+newest one that is: Spark 3.5.7 (Scala 2.12) with Hudi 1.2.0. Hudi's writes run
+there; the jar-free half also runs on plain Spark 4 servers (:data:`SPARK4_LINES`).
 """
 
 from __future__ import annotations
@@ -117,3 +118,50 @@ SERVER_PYTHON_PACKAGES = (
     # Lance base files (Hudi 1.2's hoodie.table.base.file.format=LANCE, Lance file format 2.0)
     "pylance==4.0.0",
 )
+
+
+def hudi_bundle(spark_version: str) -> MavenArtifact:
+    """Hudi's Spark bundle for a server of ``spark_version``: one bundle per Spark line (``hudi-spark3.5-bundle_2.12``,
+    ``hudi-spark4.1-bundle_2.13``); Spark 4 is built for Scala 2.13 only."""
+    major, minor = spark_version.split(".")[:2]
+    scala = "2.12" if major == "3" else "2.13"
+    return MavenArtifact("org.apache.hudi", f"hudi-spark{major}.{minor}-bundle_{scala}", HUDI_VERSION)
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """A Spark 4 line whose plain Connect server runs the jar-free half: PyPI's ``pyspark`` sdist holds the
+    server (spark-connect_2.13 among its jars), so no Maven download is needed for Spark itself."""
+
+    name: str  # "4.1"
+    pyspark: str  # the server (and its workers' pyspark), from PyPI
+    client: str  # the pip requirement of the client line, as the extra of the same name selects it
+    kafka_connector: str  # the newest spark-sql-kafka of the line Maven Central serves with its token provider
+    kafka_clients: str  # what that connector was built against
+    commons_pool2: str
+    worker_packages: tuple[str, ...]  # the workers' Python besides pyspark: numpy 2, like the client line
+
+    @property
+    def flavor(self) -> str:
+        return f"plain-{self.name}"
+
+    @property
+    def jars(self) -> JarSet:
+        return JarSet(
+            f"spark-{self.name}-sinks",
+            (
+                MavenArtifact("org.apache.spark", "spark-sql-kafka-0-10_2.13", self.kafka_connector),
+                MavenArtifact("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", self.kafka_connector),
+                MavenArtifact("org.apache.kafka", "kafka-clients", self.kafka_clients),
+                MavenArtifact("org.apache.commons", "commons-pool2", self.commons_pool2),
+                MavenArtifact("org.postgresql", "postgresql", POSTGRES_JDBC_VERSION),
+            ),
+        )
+
+
+_SPARK4_WORKERS = ("pyarrow==22.0.0", "pandas==2.3.3", "numpy==2.3.5", "fastavro==1.13.1", "boto3==1.44.5",
+                   "pg8000==1.31.6")
+SPARK4_LINES: dict[str, SparkLine] = {
+    "4.0": SparkLine("4.0", "4.0.5", "pyspark-client>=4.0,<4.1", "4.0.0", "3.9.0", "2.12.0", _SPARK4_WORKERS),
+    "4.1": SparkLine("4.1", "4.1.3", "pyspark-client>=4.1,<4.2", "4.1.1", "3.9.1", "2.12.1", _SPARK4_WORKERS),
+}

@@ -1,20 +1,14 @@
 """The CDC engine against Hudi's own CDC query, and against time travel.
 
-History of each CDC-enabled table (COW or MOR, each supplemental logging mode):
-1 insert keys 0..11 (partition p{key % 3}); 2 upsert keys 0..3 (0 and 1 with a
-lower ordering value, so they lose) and insert 12, 13; 3 delete keys 4, 5;
-4 insert_overwrite partition p2 with keys 2 and 14; 5 re-insert key 4
-(insert, delete, insert of one key); 6 delete partition p1; 7 (MOR) compaction
-and clustering, which change nothing; 8 upsert key 6.
-Our change stream (plain server, no Hudi jar) must equal Hudi's CDC query (Hudi
+Each CDC-enabled table (COW or MOR, each supplemental logging mode) gets the
+history of :mod:`hudi_connect.testing.cdc_history`, or a seeded random one. Our
+change stream (plain server, no Hudi jar) must equal Hudi's CDC query (Hudi
 server) row for row as multisets, for the whole history and for ranges that
 start and end in the middle.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -28,57 +22,9 @@ from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import col
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.testing.cdc_history import IGNORED, SCHEMA, events, write_history
 from hudi_connect.testing.compare import row_multiset
 from hudi_connect.testing.fixture_tables import unzip_fixture
-
-SCHEMA = "id int, v string, ts long, part string"
-IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where each reader found a record, not what it is
-
-
-def _image(text: str | None) -> Any:
-    loaded = json.loads(text) if text is not None else None  # Hudi writes a missing image as "null"
-    if loaded is None:
-        return None
-    return tuple(sorted((k, _value(v)) for k, v in loaded.items() if k not in IGNORED))
-
-
-def _value(value: Any) -> Any:
-    """Timestamps as one text, however a reader wrote them (ISO with offset, or Spark's str)."""
-    if isinstance(value, list):
-        return tuple(_value(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _value(v)) for k, v in value.items()))
-    if isinstance(value, str) and len(value) >= 10 and value[4] == "-":
-        try:
-            moment = dt.datetime.fromisoformat(value)
-        except ValueError:
-            return value
-        if moment.tzinfo is not None:
-            moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
-        return moment.isoformat()
-    return value
-
-
-def events(df: DataFrame) -> Counter[tuple[Any, ...]]:
-    return Counter((r.op, r.ts_ms, _image(r.before), _image(r.after)) for r in df.collect())
-
-
-def write_history(spark: SparkSession, table: HudiTable) -> list[Instant]:
-    rows = lambda data: spark.createDataFrame(data, SCHEMA)  # noqa: E731
-    part = lambda k: f"p{k % 3}"  # noqa: E731
-    commits = [table.insert(rows([(k, f"v{k}", 10, part(k)) for k in range(12)]))]
-    commits.append(table.upsert(rows([(0, "lose", 1, "p0"), (1, "lose", 1, "p1"), (2, "u2", 20, "p2"),
-                                      (3, "u3", 20, "p0"), (12, "n12", 20, "p0"), (13, "n13", 20, "p1")])))
-    commits.append(table.delete(spark.createDataFrame([(4,), (5,)], "id int")))
-    commits.append(table.insert_overwrite(rows([(2, "o2", 30, "p2"), (14, "o14", 30, "p2")])))
-    commits.append(table.insert(rows([(4, "again", 40, "p1")])))
-    commits.append(table.delete_partitions(["p1"]))
-    if table.properties.is_merge_on_read:
-        table.compaction.schedule()
-        table.compaction.run()
-    table.cluster()
-    commits.append(table.upsert(rows([(6, "u6", 50, "p0")])))
-    return commits
 
 
 @pytest.mark.parametrize("mode", ["OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -39,6 +40,21 @@ def test_pins_agree_on_spark_and_scala() -> None:
         assert artifact.artifact.endswith(f"_{versions.SCALA_BINARY_VERSION}")
     hudi = versions.HUDI_JARS.artifacts[0]
     assert hudi.artifact == f"hudi-spark3.5-bundle_{versions.SCALA_BINARY_VERSION}"
+    assert hudi == versions.hudi_bundle(versions.SPARK_VERSION)
+
+
+@pytest.mark.parametrize("name", sorted(versions.SPARK4_LINES))
+def test_each_spark_4_line_agrees_with_itself(name: str) -> None:
+    """Its pyspark, its client extra and its Kafka connector are of the one line, and Scala 2.13."""
+    line = versions.SPARK4_LINES[name]
+    assert line.name == name and line.pyspark.startswith(f"{name}.") and line.flavor == f"plain-{name}"
+    assert line.client == f"pyspark-client>={name},<4.{int(name.split('.')[1]) + 1}"
+    spark = [a for a in line.jars.artifacts if a.group == "org.apache.spark"]
+    assert len(spark) == 2 and all(a.version.startswith(f"{name}.") and a.artifact.endswith("_2.13") for a in spark)
+    ET.fromstring(provision.render_pom(line.jars))
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert extras[f"spark{name.replace('.', '')}"] == [line.client]
 
 
 @pytest.mark.parametrize(

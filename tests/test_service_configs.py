@@ -93,3 +93,27 @@ def test_postgres_dsn_quotes_credentials(user: str, password: str) -> None:
     assert "@127.0.0.1:5432/hudi" in endpoint.dsn
     assert password not in endpoint.dsn or password == "x"
     assert endpoint.jdbc_url == "jdbc:postgresql://127.0.0.1:5432/hudi"
+
+
+@pytest.mark.parametrize(("spark_version", "bundle"), [
+    ("3.5.7", "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.2.0"),
+    ("4.0.5", "org.apache.hudi:hudi-spark4.0-bundle_2.13:1.2.0"),
+    ("4.1.3", "org.apache.hudi:hudi-spark4.1-bundle_2.13:1.2.0"),
+])
+def test_the_missing_bundle_is_named_for_the_servers_spark_line(spark_version: str, bundle: str) -> None:
+    from hudi_connect.client.server import bundle_advice
+    from hudi_connect.versions import hudi_bundle
+
+    assert hudi_bundle(spark_version).coordinate == bundle
+    advice = bundle_advice(spark_version)
+    assert f"--packages {bundle}" in advice
+    assert ("your own repository" in advice) == spark_version.startswith("4.")
+
+
+def test_a_spark_4_plain_server_binds_loopback_and_has_no_hudi_conf(tmp_path: Path) -> None:
+    from hudi_connect.stack.process import LOOPBACK
+
+    confs = render_server_confs("plain-4.1", port=15002, work_dir=tmp_path)
+    assert confs["spark.connect.grpc.binding.address"] == LOOPBACK
+    assert not set(HUDI_CONFS) & set(confs)
+    assert "spark.connect.grpc.binding.address" not in render_server_confs("plain", port=15002, work_dir=tmp_path)

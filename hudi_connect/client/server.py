@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from hudi_connect.client.server_loss import DEFAULT_SERVER_TIMEOUT, bound_server_wait, server_timeout
 from hudi_connect.errors import ServerMisconfiguredError
+from hudi_connect.versions import hudi_bundle
 
 # conf key -> (a value the server must contain, why Hudi needs it)
 REQUIRED_HUDI_CONFS: Mapping[str, tuple[str, str]] = {
@@ -86,6 +87,16 @@ def missing_hudi_confs(server_confs: Mapping[str, str | None]) -> list[str]:
     return problems
 
 
+def bundle_advice(spark_version: str) -> str:
+    """Which Hudi bundle a server of ``spark_version`` needs, and where it may come from."""
+    bundle = hudi_bundle(spark_version).coordinate
+    advice = f"Hudi's bundle for Spark {'.'.join(spark_version.split('.')[:2])} on its classpath (--packages {bundle})"
+    if not spark_version.startswith("3."):
+        advice += ("; Spark 4 bundles are missing from some Maven mirrors: take the jar from your own repository "
+                   "(--jars, or --repositories with your repository's URL)")
+    return advice
+
+
 def require_hudi_server(spark: SparkSession) -> None:
     """Fail with :class:`ServerMisconfiguredError` unless the server is set up for Hudi."""
     server_confs = {key: spark.conf.get(key, None) for key in REQUIRED_HUDI_CONFS}
@@ -93,5 +104,5 @@ def require_hudi_server(spark: SparkSession) -> None:
     if problems:
         raise ServerMisconfiguredError(
             "the Spark Connect server is not set up for Hudi: " + "; ".join(problems)
-            + ". Start it with these --conf settings and the Hudi Spark bundle on its classpath."
+            + f". Start it with these --conf settings and {bundle_advice(spark.version)}."
         )

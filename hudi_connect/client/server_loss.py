@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
@@ -73,7 +74,11 @@ def _apply_policy(spark: SparkSession, policy: RetryPolicy) -> None:
     if hasattr(client, "set_retry_policies"):  # pyspark 4.x: a list of policy objects
         from pyspark.sql.connect.client.retries import DefaultPolicy  # type: ignore[import-not-found,unused-ignore]
 
-        client.set_retry_policies([DefaultPolicy(**policy.as_kwargs())])
+        kwargs: dict[str, object] = dict(policy.as_kwargs())
+        if "recognize_server_retry_delay" in inspect.signature(DefaultPolicy).parameters:
+            # 4.1 would otherwise wait as long as a server's RetryInfo asks, up to ten minutes per retry
+            kwargs["recognize_server_retry_delay"] = False
+        client.set_retry_policies([DefaultPolicy(**kwargs)])
     else:  # pyspark 3.5: one dict, shared by reply iterators and release threads, so update it in place
         client._retry_policy.update(policy.as_kwargs())
 

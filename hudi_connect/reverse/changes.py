@@ -84,12 +84,20 @@ def _range_time(end: Instant) -> str:
     return end.completion_time or end.requested_time
 
 
+def change_order() -> list[Column]:
+    """The order a key's changes happened in: by commit (completion, then requested time) and, within one commit,
+    a delete before the insert. A replace commit that moves a key (insert_overwrite) deletes it from the replaced
+    file group and inserts it into a new one at the same instant; applied the other way round, a sink would drop it.
+    """
+    return [F.col("completion_time"), F.col("commit_time"), F.when(F.col("op") == "d", 0).otherwise(1)]
+
+
 def latest_per_key(events: DataFrame) -> DataFrame:
-    """Each key's last change in the batch (by completion, then requested time)."""
-    order = Window.partitionBy("record_key").orderBy(F.col("completion_time").desc(), F.col("commit_time").desc())
+    """Each key's last change in the batch (:func:`change_order`)."""
+    order = Window.partitionBy("record_key").orderBy(*(c.desc() for c in change_order()))
     return events.withColumn("_rank", F.row_number().over(order)).where("_rank = 1").drop("_rank")
 
 
 def in_commit_order(batch: DataFrame) -> DataFrame:
-    """One task per key range, each key's changes in commit order: what per-key ordered sinks need."""
-    return batch.repartition("record_key").sortWithinPartitions("completion_time", "commit_time")
+    """One task per key range, each key's changes in :func:`change_order`: what per-key ordered sinks need."""
+    return batch.repartition("record_key").sortWithinPartitions(*change_order())

@@ -274,6 +274,8 @@ class DockerBackend:
         service = f"spark connect ({flavor}, docker)"
         if flavor == "hudi-lance":  # its Arrow 18 must precede Spark's on the class path: no image does that yet
             raise ServiceStartError(service, "the hudi-lance server runs on the local backend only")
+        if flavor.startswith("plain-4"):  # the image holds Spark 3.5
+            raise ServiceStartError(service, "the Spark 4 servers run on the local backend only")
         port = free_port()  # the server binds it on the host's network
         token = secrets.token_urlsafe(24)
         jars = {jar.name: jar for jar in server_jars(flavor)}

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
-SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance"]
+# plain-4.0 and plain-4.1: plain servers of a Spark 4 line (versions.SPARK4_LINES)
+SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance", "plain-4.0", "plain-4.1"]
 
 TOKEN_HEADER = "x-hudi-connect-token"
 

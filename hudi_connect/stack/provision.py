@@ -23,7 +23,7 @@ from xml.sax.saxutils import escape
 
 from hudi_connect import versions
 from hudi_connect.errors import ProvisioningError
-from hudi_connect.versions import JarSet
+from hudi_connect.versions import JarSet, SparkLine
 
 INTERCEPTOR_SOURCE = Path(__file__).with_name("java") / "LoopbackTokenInterceptor.java"
 INTERCEPTOR_CLASS = "hudiconnect.LoopbackTokenInterceptor"
@@ -260,20 +260,20 @@ def ensure_postgres() -> Path:
 
 # --- the servers' worker Python ----------------------------------------------------------
 
-def _server_python_digest() -> str:
-    return spec_digest(sys.version + " ".join(versions.SERVER_PYTHON_PACKAGES))
+def _python_digest(packages: Sequence[str]) -> str:
+    return spec_digest(sys.version + " ".join(packages))
 
 
-def server_python() -> Path:
-    """The workers' Python for this client's version and packages: one directory per digest, so a session
-    that needs another never rebuilds a Python that a running server's workers use."""
-    return cache_dir() / "server-python" / _server_python_digest() / "bin" / "python"
+def _python_in(kind: str, packages: Sequence[str]) -> Path:
+    """One directory per digest, so a session that needs other packages never rebuilds a Python that a
+    running server (or its workers) uses."""
+    return cache_dir() / kind / _python_digest(packages) / "bin" / "python"
 
 
-def ensure_server_python() -> Path:
-    """A Python for Spark's workers with only :data:`versions.SERVER_PYTHON_PACKAGES`, built once per digest
-    under a lock, however many sessions ask at once."""
-    python = server_python()
+def _ensure_python(kind: str, packages: Sequence[str], what: str) -> Path:
+    """A virtual environment with only ``packages``, built once per digest under a lock, however many
+    sessions ask at once."""
+    python = _python_in(kind, packages)
     home = python.parent.parent
     complete = home / ".complete"
     if complete.is_file():
@@ -283,13 +283,43 @@ def ensure_server_python() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
         if complete.is_file():  # another session built it while this one waited
             return python
-        progress("creating the servers' worker Python (" + ", ".join(versions.SERVER_PYTHON_PACKAGES) + ")")
-        shutil.rmtree(home, ignore_errors=True)  # a build that died half-way; no server can be using it
-        _run([sys.executable, "-m", "venv", str(home)], what="python -m venv for the server Python")
-        _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *versions.SERVER_PYTHON_PACKAGES],
-             what="pip install of the server Python's packages")
-        complete.write_text(_server_python_digest())
+        progress(f"creating {what} (" + ", ".join(packages) + ")")
+        shutil.rmtree(home, ignore_errors=True)  # a build that died half-way; nothing can be using it
+        _run([sys.executable, "-m", "venv", str(home)], what=f"python -m venv for {what}")
+        _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *packages],
+             what=f"pip install of {what}")
+        complete.write_text(_python_digest(packages))
     return python
+
+
+def server_python() -> Path:
+    """The Spark 3.5 workers' Python for this client's version and packages."""
+    return _python_in("server-python", versions.SERVER_PYTHON_PACKAGES)
+
+
+def ensure_server_python() -> Path:
+    """A Python for Spark 3.5's workers with only :data:`versions.SERVER_PYTHON_PACKAGES`."""
+    return _ensure_python("server-python", versions.SERVER_PYTHON_PACKAGES, "the servers' worker Python")
+
+
+# --- a plain Spark 4 server --------------------------------------------------------------
+
+def _spark4_packages(line: SparkLine) -> tuple[str, ...]:
+    return (f"pyspark=={line.pyspark}", *line.worker_packages)
+
+
+def ensure_spark4_server(line: SparkLine) -> Path:
+    """A Spark ``line.name`` server and its workers' Python in one environment: PyPI's pyspark sdist (about
+    450 MB) carries Spark's jars with the Connect server, and its workers import that same pyspark."""
+    return _ensure_python(f"spark-{line.name}-server", _spark4_packages(line), f"the Spark {line.name} server")
+
+
+def spark4_home(python: Path) -> Path:
+    """SPARK_HOME of the Spark 4 server installed beside ``python``: its pyspark package directory."""
+    homes = sorted(python.parent.parent.glob("lib/python3*/site-packages/pyspark"))
+    if not homes:
+        raise ProvisioningError(f"no pyspark package beside {python}: rebuild it with `provision spark-4.x`")
+    return homes[0]
 
 
 # --- driver --------------------------------------------------------------------------------
@@ -302,14 +332,16 @@ def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None
 
 
 COMPONENTS = ("jars", "interceptor", "server-python", "minio", "postgres")
+# a plain server per Spark 4 line, for the jar-free leg only (each is a 450 MB download): not in the default set
+SPARK4_COMPONENTS = tuple(f"spark-{name}" for name in versions.SPARK4_LINES)
 
 
 def provision(components: Sequence[str] = COMPONENTS) -> None:
-    unknown = sorted(set(components) - set(COMPONENTS))
+    unknown = sorted(set(components) - set(COMPONENTS) - set(SPARK4_COMPONENTS))
     if unknown:
-        raise ValueError(f"unknown components {unknown}; choose from {list(COMPONENTS)}")
+        raise ValueError(f"unknown components {unknown}; choose from {[*COMPONENTS, *SPARK4_COMPONENTS]}")
     started = time.monotonic()
-    if "jars" in components or "interceptor" in components:
+    if {"jars", "interceptor", *SPARK4_COMPONENTS} & set(components):
         check_java()
     if "jars" in components:
         for jar_set in versions.ALL_JAR_SETS:
@@ -322,13 +354,18 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
         ensure_minio()
     if "postgres" in components:
         ensure_postgres()
+    for name, line in versions.SPARK4_LINES.items():
+        if f"spark-{name}" in components:
+            ensure_jars(line.jars)
+            ensure_spark4_server(line)
     progress(f"ready in {time.monotonic() - started:.0f}s: {', '.join(components)} (cache {cache_dir()})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
-        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS)} (default: all)"
+        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS + SPARK4_COMPONENTS)} "
+             f"(default: {', '.join(COMPONENTS)})"
     )
     args = parser.parse_args(argv)
     try:

@@ -1,6 +1,8 @@
 """Spark Connect servers as local processes: with Hudi, plain (no Hudi jar),
 driving a Spark standalone cluster of one master and two workers, or with Hudi and
 Lance (the jars Hudi 1.2 needs to write Lance base files, and Arrow 18 ahead of Spark's).
+The ``plain-4.x`` flavors are plain servers of a Spark 4 line, installed from PyPI's
+pyspark with their own workers' Python (no Hudi bundle for Spark 4 is reachable here).
 
 Storage credentials for s3a live only in the server's environment (read by
 the AWS SDK's environment credentials provider), never in a Spark conf that a
@@ -19,6 +21,7 @@ from pathlib import Path
 import pyspark
 
 from hudi_connect import versions
+from hudi_connect.errors import ProvisioningError
 from hudi_connect.stack import provision
 from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
 from hudi_connect.stack.process import (
@@ -48,7 +51,15 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
+def spark4_line(flavor: SparkFlavor) -> versions.SparkLine | None:
+    """The Spark 4 line of a ``plain-4.x`` flavor; None for the Spark 3.5 flavors."""
+    return next((line for line in versions.SPARK4_LINES.values() if line.flavor == flavor), None)
+
+
 def server_jars(flavor: SparkFlavor) -> list[Path]:
+    line = spark4_line(flavor)
+    if line is not None:  # Spark's own jars come with its pyspark; the interceptor's gRPC classes are unchanged
+        return [*provision.jars_of(line.jars), provision.ensure_interceptor_jar()]
     jars = provision.jars_of(versions.SPARK_CONNECT_JARS) + provision.jars_of(versions.STORAGE_AND_SINK_JARS)
     if flavor != "plain":
         jars += provision.jars_of(versions.HUDI_JARS)
@@ -105,6 +116,8 @@ def render_server_confs(
     confs = {
         "spark.master": master,
         "spark.connect.grpc.binding.port": str(port),
+        # Spark 4 binds where it is told (3.5 binds every address, so its interceptor refuses other peers)
+        **({"spark.connect.grpc.binding.address": LOOPBACK} if spark4_line(flavor) else {}),
         "spark.connect.grpc.interceptor.classes": provision.INTERCEPTOR_CLASS,
         "spark.ui.enabled": "false",
         "spark.sql.catalogImplementation": "in-memory",
@@ -116,7 +129,7 @@ def render_server_confs(
         "spark.driver.bindAddress": LOOPBACK,
         "spark.pyspark.python": worker_python,
     }
-    if flavor != "plain":
+    if flavor in ("hudi", "cluster", "hudi-lance"):
         confs.update(HUDI_CONFS)
     if minio is not None:
         confs.update(s3a_confs(minio))
@@ -129,19 +142,21 @@ def render_server_confs(
     return confs
 
 
-def server_command(flavor: SparkFlavor, confs: Mapping[str, str], driver_memory: str = "2g") -> list[str]:
+def server_command(
+    flavor: SparkFlavor, confs: Mapping[str, str], driver_memory: str = "2g", home: Path | None = None
+) -> list[str]:
     jars = ",".join(str(jar) for jar in server_jars(flavor))
-    command = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name",
+    command = [str((home or spark_home()) / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name",
                f"hudi-connect {flavor} server", "--driver-memory", driver_memory, "--jars", jars]
     for key, value in confs.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, "spark-internal"]
 
 
-def spark_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def spark_env(extra: Mapping[str, str] | None = None, home: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        SPARK_HOME=str(spark_home()),
+        SPARK_HOME=str(home or spark_home()),
         PYSPARK_PYTHON=sys.executable,
         SPARK_LOCAL_IP=LOOPBACK,
         SPARK_LOG_DIR=env.get("SPARK_LOG_DIR", "/tmp"),
@@ -168,12 +183,19 @@ def start_spark_connect(
     (work_dir / "tmp").mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     token = token or secrets.token_urlsafe(24)
-    worker_python = str(provision.ensure_server_python())
+    line = spark4_line(flavor)
+    if line is not None and minio is not None:
+        raise ProvisioningError(f"the Spark {line.name} server has no s3a (hadoop-aws 3.4 is not provisioned)")
+    python = provision.ensure_spark4_server(line) if line else provision.ensure_server_python()
+    home = provision.spark4_home(python) if line else spark_home()
+    worker_python = str(python)
     confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master,
                                 worker_python=worker_python, extra=extra_confs)
-    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python, **storage_env(minio)})
+    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python, **storage_env(minio)},
+                    home=home)
     log = work_dir / "server.log"
-    process, popen = launch(f"spark connect ({flavor})", server_command(flavor, confs), log=log, env=env, cwd=work_dir)
+    process, popen = launch(f"spark connect ({flavor})", server_command(flavor, confs, home=home), log=log, env=env,
+                            cwd=work_dir)
     wait_until_ready(process, lambda: port_open(port) and log_contains(log, READY_MARKER), timeout=timeout, popen=popen)
     return RunningService(SparkConnectEndpoint(LOOPBACK, port, token, flavor), (process,))
 

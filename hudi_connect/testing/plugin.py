@@ -15,6 +15,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from pyspark.sql import SparkSession
@@ -31,6 +32,7 @@ from hudi_connect.stack.endpoints import (
 from hudi_connect.stack.minio import create_bucket
 from hudi_connect.stack.shared import SharedServices
 from hudi_connect.testing.topics import create_topic
+from hudi_connect.versions import SPARK4_LINES
 
 RUN_DIR_ENV = "HUDI_CONNECT_RUN_DIR"
 
@@ -43,6 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="sc:// URL of an existing Hudi-enabled Connect server to use instead of starting one")
     group.addoption("--hudi-connect-keep-run-dir", action="store_true",
                     help="keep service data and logs after the run")
+    group.addoption("--hudi-connect-spark4-line", default=os.environ.get("HUDI_CONNECT_SPARK4_LINE", "4.1"),
+                    choices=sorted(SPARK4_LINES), help="the Spark 4 line of the spark4_* fixtures (default: 4.1)")
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -185,6 +189,29 @@ def lance_server_url(
 ) -> str:
     """A Hudi Connect server that can also write Lance base files (Hudi 1.2 with Lance's jars)."""
     return _server(shared_services, hudi_connect_backend, "hudi-lance", minio_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def spark4_server_url(pytestconfig: pytest.Config, shared_services: SharedServices,
+                      hudi_connect_backend: Backend) -> str:
+    """A plain Connect server of a Spark 4 line (no Hudi jar, no s3a), for a client of the same line."""
+    import pyspark
+
+    line = SPARK4_LINES[pytestconfig.getoption("--hudi-connect-spark4-line")]
+    if not pyspark.__version__.startswith(line.name + "."):
+        raise pytest.UsageError(
+            f"a Spark {line.name} server needs a client of its line ({line.client}), not pyspark "
+            f"{pyspark.__version__}: run these tests with `ci/test.sh --spark4`"
+        )
+    flavor = cast(SparkFlavor, line.flavor)
+    return shared_services.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
+                               lambda run_dir: hudi_connect_backend.spark_connect(run_dir, flavor, None)).url
+
+
+@pytest.fixture(scope="session")
+def spark4(spark4_server_url: str) -> Iterator[SparkSession]:
+    """A Connect session on a plain Spark 4 server."""
+    yield from _session(spark4_server_url, hudi=False)
 
 
 def _session(url: str, *, hudi: bool) -> Iterator[SparkSession]:

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.errors import SinkError
 from hudi_connect.executor.object_store import StorageOp
-from hudi_connect.reverse.changes import row_image
+from hudi_connect.reverse.changes import change_order, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
 FileFormat = Literal["parquet", "json"]
@@ -80,7 +80,8 @@ class FileSink:
     def write(self, batch: DataFrame, context: BatchContext) -> None:
         target = batch_directory(context)
         staging = f"{self.root}/_staging/{target}_{uuid.uuid4().hex[:12]}"
-        rows = flat_rows(batch).repartition(1).sortWithinPartitions("completion_time", "record_key")
+        rows = flat_rows(batch).repartition(1).sortWithinPartitions(*change_order()[:2], "record_key",
+                                                                    *change_order()[2:])
         try:
             rows.write.format(self.format).mode("error").save(staging)
         except PySparkException as error:

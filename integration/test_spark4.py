@@ -1,0 +1,197 @@
+"""The jar-free half on a plain Spark 4 Connect server, from a client of its line (pyspark-client 4.x, numpy 2):
+reads, time travel, CDC with its inference cases, the file index through the metadata table, the CLI, and the
+reverse streamer to Kafka, files and PostgreSQL. The server has no Hudi jar (no Hudi bundle for Spark 4 is
+reachable here), and its workers run numpy 2 and pandas 2.3.
+
+Oracles: hudi-rs on the shared fixture tables (Hudi 0.14 to 1.1), and Hudi's own answers (its snapshot, time
+travel and CDC query) on tables the Spark 3.5 Hudi server writes in the same run. A Spark 4 client cannot talk to
+that server, so :mod:`hudi_connect.testing.reference_tables` runs in the Spark 3.5 environment. Run with
+``ci/test.sh`` (its second leg) or ``ci/test.sh --spark4``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hudi import HudiTableBuilder
+from pyspark.sql import SparkSession
+
+from hudi_connect.cdc import ChangeQuery
+from hudi_connect.cli import main
+from hudi_connect.errors import InvalidInstantError, ServerMisconfiguredError
+from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.reader import TableReader
+from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
+from hudi_connect.spec import FileIndex
+from hudi_connect.stack.endpoints import KafkaEndpoint
+from hudi_connect.stack.provision import cache_dir
+from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.testing.cdc_history import event_multiset, events
+from hudi_connect.testing.compare import row_multiset
+from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
+from hudi_connect.testing.reference_tables import (
+    COMPLETE,
+    DATA_COLUMNS,
+    REFERENCE_TABLES,
+    Answers,
+    ReferenceTable,
+    load_answers,
+)
+from hudi_connect.testing.topics import read_topic
+from hudi_connect.versions import HUDI_VERSION
+from integration.reverse_stream_model import cdc_changes, kafka_changes, postgres_rows, replay_files
+from integration.test_table_fixtures import rows_of_hudi_rs
+
+pytestmark = pytest.mark.spark4
+
+REPO = Path(__file__).resolve().parents[1]
+SPARK35_PYTHON_ENV = "HUDI_CONNECT_SPARK35_PYTHON"
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference tables and Hudi's answers, written by the Spark 3.5 Hudi server in this run."""
+    python = os.environ.get(SPARK35_PYTHON_ENV, str(cache_dir() / "venv" / "bin" / "python"))
+    out = tmp_path_factory.mktemp("reference")
+    os.chmod(out, 0o755)
+    result = subprocess.run([python, "-m", "hudi_connect.testing.reference_tables", str(out)], cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0 and (out / COMPLETE).is_file(), \
+        f"writing the reference tables in {python} (the Spark 3.5 environment, ${SPARK35_PYTHON_ENV}) failed:\n" \
+        + (result.stdout + result.stderr)[-4000:]
+    return out
+
+
+def _rows(records: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    return row_multiset(records, DATA_COLUMNS)
+
+
+def _ours(df: Any) -> Counter[tuple[Any, ...]]:
+    return _rows([r.asDict() for r in df.select(*DATA_COLUMNS).collect()])
+
+
+def test_the_server_and_client_are_spark_4_and_writes_name_the_bundle(spark4: SparkSession, tmp_path: Path) -> None:
+    import pyspark
+
+    assert spark4.version.split(".")[0] == "4" and pyspark.__version__.split(".")[:2] == spark4.version.split(".")[:2]
+    # no Hudi on this server: HudiTable refuses by name, naming the bundle of the server's line
+    line = ".".join(spark4.version.split(".")[:2])
+    with pytest.raises(ServerMisconfiguredError, match=re.escape(f"hudi-spark{line}-bundle_2.13:{HUDI_VERSION}")):
+        HudiTable.create(spark4, str(tmp_path / "t"), "id int, v string", record_key="id")
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_fixture_tables_read_equal_hudi_rs(spark4: SparkSession, tmp_path: Path, name: str) -> None:
+    base = unzip_fixture(name, tmp_path)
+    reader = TableReader(spark4, str(base))
+    commits = list(reader.view.timeline().write_commits())
+    if not commits:  # no commit, so no schema to give rows: refused by name (hudi-rs reads nothing)
+        with pytest.raises(InvalidInstantError, match="no commit with a schema"):
+            reader.snapshot()
+        assert rows_of_hudi_rs(base, []) == Counter()
+        return
+    snapshot = reader.snapshot()
+    columns = [c for c in snapshot.columns if c not in META_COLUMNS]
+    expected = rows_of_hudi_rs(base, columns)
+    assert sum(expected.values()) > 0
+    assert row_multiset((r.asDict(recursive=True) for r in snapshot.select(*columns).collect()), columns) == expected
+    for instant in commits:
+        ours = reader.as_of(instant).select(*columns).collect()
+        assert row_multiset((r.asDict(recursive=True) for r in ours), columns) == \
+            rows_of_hudi_rs(base, columns, instant.requested_time), f"as of {instant.requested_time}"
+
+
+@pytest.mark.parametrize("spec", REFERENCE_TABLES, ids=lambda s: s.name)
+def test_reads_of_hudis_tables_equal_hudis(spark4: SparkSession, reference: Path, spec: ReferenceTable) -> None:
+    answers = load_answers(reference, spec)
+    reader = TableReader(spark4, str(reference / spec.name))
+    written = [c.requested_time for c in reader.view.timeline().write_commits()]
+    assert set(answers.commits) <= set(written) and written == sorted(written)  # and the services' commits
+    assert _ours(reader.snapshot()) == _rows(answers.snapshot)
+    for commit, rows in answers.as_of.items():
+        assert _ours(reader.as_of(commit)) == _rows(rows), f"as of {commit}"
+
+
+@pytest.mark.parametrize("spec", REFERENCE_TABLES, ids=lambda s: s.name)
+def test_changes_equal_hudis_cdc_query(spark4: SparkSession, reference: Path, spec: ReferenceTable) -> None:
+    answers = load_answers(reference, spec)
+    query = ChangeQuery(spark4, str(reference / spec.name))
+    for begin, end in Answers.cdc_ranges(answers.completions):
+        theirs = event_multiset(tuple(row) for row in answers.cdc[Answers.range_key(begin, end)])  # type: ignore[misc]
+        ours = events(query.changes(begin, end))
+        assert ours == theirs, f"({begin}, {end}]\nours only: {ours - theirs}\nHudi only: {theirs - ours}"
+    assert sum(event_multiset(tuple(r) for r in answers.cdc["earliest.."]).values()) > 20  # type: ignore[misc]
+    # COW logs its updates' images in .cdc files (read as they are); MOR with keys only infers them from log files
+    assert ("AS_IS" if spec.table_type == "COPY_ON_WRITE" else "LOG_FILE") in query.explain("earliest")
+
+
+def test_file_slices_through_the_metadata_table_equal_hudi_rs(spark4: SparkSession, reference: Path) -> None:
+    spec = next(s for s in REFERENCE_TABLES if s.metadata_table)
+    path = str(reference / spec.name)
+    rs = {(f.partition_path, f.file_id, f.base_file_name, tuple(f.log_file_names))
+          for f in HudiTableBuilder.from_base_uri(path).build().get_file_slices()}
+    for use_metadata in (True, False):
+        index = FileIndex(spark4, path, use_metadata=use_metadata)
+        ours = {(s.partition, s.file_id, s.base_file.name if s.base_file else None,
+                 tuple(f.name for f in s.log_files))
+                for snapshot in index.list_files_at() for s in snapshot.file_slices}
+        assert ours == rs, f"use_metadata={use_metadata}"
+        assert ("metadata" in index.counts.source) == use_metadata, index.counts
+
+
+def test_cli_history_and_changes(spark4_server_url: str, reference: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = REFERENCE_TABLES[0]
+    answers = load_answers(reference, spec)
+    path = str(reference / spec.name)
+    capsys.readouterr()
+    assert main(["history", path, "--remote", spark4_server_url, "--json"]) == 0
+    history = json.loads(capsys.readouterr().out)
+    written = [e["requested_time"] for e in history if e["action"] in ("commit", "replacecommit")
+               and e["requested_time"] in answers.commits]
+    assert sorted(written) == answers.commits
+    assert main(["changes", path, "--remote", spark4_server_url, "--json"]) == 0
+    changes = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(changes) == len(answers.cdc["earliest.."])
+
+
+def test_reverse_stream_to_kafka_files_and_postgres(
+    spark4: SparkSession, reference: Path, kafka_endpoint: KafkaEndpoint, kafka_topic: str, postgres_dsn: str,
+    tmp_path: Path,
+) -> None:
+    spec = REFERENCE_TABLES[0]
+    answers = load_answers(reference, spec)
+    path = str(reference / spec.name)
+    state = {r["id"]: (r["id"], r["v"], r["ts"], r["part"]) for r in answers.snapshot}
+    # a first batch reads the table in full: the serving table and the files hold Hudi's snapshot
+    pg_table = f"serving_{uuid.uuid4().hex[:8]}"
+    files = FileSink(spark4, str(tmp_path / "export"), "parquet")
+    full = ReverseStream(spark4, path, "serving", [files, PostgresSink(postgres_dsn, pg_table)])
+    assert full.run_once().sent
+    assert postgres_rows(postgres_dsn, pg_table) == state
+    assert replay_files(files) == (state, 0)
+    assert full.run_once().sent is False  # caught up
+    # a stream whose checkpoint is the first commit sends the changes after it, as Hudi's CDC query has them; the
+    # serving table and the files, which start empty, then hold what those changes leave (a replace commit deletes
+    # and re-inserts the keys it moves at one instant: applied out of order, they would lose them)
+    theirs = cdc_changes(tuple(r) for r in answers.cdc[Answers.range_key(answers.completions[0], None)])  # type: ignore[misc]
+    left = {int(key): (row["id"], row["v"], row["ts"], row["part"]) for key, changes in theirs.items()
+            if (row := changes[-1][2]) is not None and changes[-1][0] != "d"}
+    pg_changes = f"changes_{uuid.uuid4().hex[:8]}"
+    change_files = FileSink(spark4, str(tmp_path / "changes"), "parquet")
+    changes = ReverseStream(spark4, path, "changes", [KafkaSink(kafka_endpoint.bootstrap_servers, kafka_topic),
+                                                      change_files, PostgresSink(postgres_dsn, pg_changes)])
+    changes.set_checkpoint(answers.commits[0])
+    assert changes.run_once().sent
+    assert kafka_changes(read_topic(kafka_endpoint, kafka_topic)) == theirs
+    assert any([op for op, *_ in c][-2:] == ["d", "c"] for c in theirs.values())  # a moved key
+    assert postgres_rows(postgres_dsn, pg_changes) == left
+    assert replay_files(change_files) == (left, 0)
+    assert [c.kind for c in changes.checkpoints.history("changes")] == ["override", "batch"]
