@@ -1,10 +1,11 @@
 """hudi-connect installs beside a user's own pyarrow, pandas and numpy, at both ends of the ranges it states
 (issue: meet users where they are).
 
-Each end is a fresh venv that already holds what a user of the Spark 3.5 line could have: the newest
-versions that line allows, or the oldest hudi-connect states. Installing ``hudi-connect[spark35]`` there must
-change none of them; then the library must work with them: its unit tests pass, and a jar-free snapshot read
-and change query over Spark Connect (plain server) equal hudi-rs and the fixture's history.
+Each end is a fresh venv that already holds what a user of a Spark line could have: the newest versions the
+3.5 line allows, the oldest hudi-connect states, or the newest a Spark 4 line allows (numpy 2, pandas 3).
+Installing ``hudi-connect[<line>]`` there must change none of them; then the library must work with them: its
+unit tests pass, and a jar-free snapshot read and change query over Spark Connect (a plain server of the line)
+equal hudi-rs and the fixture's history.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 from hudi import HudiTableBuilder
 
 from hudi_connect.testing.fixture_tables import unzip_fixture
+from hudi_connect.versions import SPARK4_LINES
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = "mor_avro_v6_trips_8i1u"  # 8 inserts, then 1 update: 8 rows, 9 changes
@@ -36,6 +38,8 @@ USER_ENVIRONMENTS = {
                "tabulate==0.9.0", "fastavro==1.9.0"],
 }
 WATCHED = ("pyspark", "numpy", "pandas", "pyarrow", "grpcio", "fastavro")
+SPARK4_NEWEST = ["numpy", "pandas", "pyarrow", "grpcio", "fastavro"]  # with the line's pyspark-client
+SPARK4_WATCHED = ("pyspark-client", *WATCHED[1:])
 
 READ_SCRIPT = textwrap.dedent("""
     import json, sys
@@ -64,10 +68,15 @@ def _versions(python: Path) -> dict[str, str]:
     return {p["name"].lower(): p["version"] for p in listed}
 
 
-@pytest.mark.parametrize("end", ["newest", pytest.param("oldest", marks=pytest.mark.full)])
+@pytest.mark.parametrize("end", ["newest", pytest.param("oldest", marks=pytest.mark.full),
+                                 pytest.param("spark4-newest", marks=pytest.mark.spark4)])
 def test_installs_beside_the_users_libraries_and_works_with_them(
-    end: str, tmp_path: Path, plain_server_url: str,
+    end: str, tmp_path: Path, request: pytest.FixtureRequest,
 ) -> None:
+    spark4 = end.startswith("spark4")
+    line = SPARK4_LINES[request.config.getoption("--hudi-connect-spark4-line")] if spark4 else None
+    server_url: str = request.getfixturevalue("spark4_server_url" if spark4 else "plain_server_url")
+    watched = SPARK4_WATCHED if spark4 else WATCHED
     source = tmp_path / "source"  # a copy: pip builds in the source tree, and the work tree stays as it is
     shutil.copytree(REPO / "hudi_connect", source / "hudi_connect", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
@@ -76,11 +85,12 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     _run([sys._base_executable, "-m", "venv", str(venv)])  # type: ignore[attr-defined]
     python = venv / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--progress-bar", "off"]
-    _run([*pip, *USER_ENVIRONMENTS[end]])
+    _run([*pip, *([line.client, *SPARK4_NEWEST] if line else USER_ENVIRONMENTS[end])])
     before = _versions(python)
-    assert before["numpy"].startswith("1.")  # the Spark 3.5 line
+    assert before["numpy"].startswith("2." if spark4 else "1.")  # the Spark 4 line's client takes numpy 2
 
-    _run([*pip, f"{source}[spark35]"])
+    extra = f"spark{line.name.replace('.', '')}" if line else "spark35"
+    _run([*pip, f"{source}[{extra}]"])
     after = _versions(python)
     assert {name: after[name] for name in before} == before  # nothing up- or downgraded (tabulate may be new)
     assert "hudi-connect" in after
@@ -90,7 +100,7 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     base = str(unzip_fixture(FIXTURE, tmp_path))
     script = tmp_path / "read.py"
     script.write_text(READ_SCRIPT)
-    answer = json.loads(_run([str(python), str(script), plain_server_url, base], cwd=tmp_path).splitlines()[-1])
+    answer = json.loads(_run([str(python), str(script), server_url, base], cwd=tmp_path).splitlines()[-1])
     assert answer["imported_from"].startswith(str(venv))
     theirs = pa.Table.from_batches(HudiTableBuilder.from_base_uri(base).build().read())
     expected = sorted(zip(theirs["_hoodie_record_key"].to_pylist(), theirs["_hoodie_commit_time"].to_pylist(),
@@ -99,7 +109,7 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     assert answer["changes"] == 9
     # and the CLI on a version-9 table (Avro commit metadata): every completed instant of its timeline
     v9 = unzip_fixture(V9_FIXTURE, tmp_path)
-    history = json.loads(_run([str(venv / "bin" / "hudi-connect"), "history", str(v9), "--remote", plain_server_url,
+    history = json.loads(_run([str(venv / "bin" / "hudi-connect"), "history", str(v9), "--remote", server_url,
                                "--json"], cwd=tmp_path))
     completed = sorted(n.split("_")[0] for n in os.listdir(v9 / ".hoodie" / "timeline") if "_" in n.split(".")[0])
     assert sorted(e["requested_time"] for e in history if e["state"] == "COMPLETED") == completed
@@ -108,12 +118,12 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     # the unit tests with these versions (run from the work tree, whose tests need its layout), the test tools
     # added around the user's versions (fastavro excepted: the tools pin their own, and the read above used the
     # user's)
-    held = [name for name in WATCHED if name != "fastavro"]
+    held = [name for name in watched if name != "fastavro"]
     pins = tmp_path / "pins.txt"
     pins.write_text("".join(f"{name}=={before[name]}\n" for name in held))
     _run([*pip, "-c", str(pins), f"{source}[test]"])
     assert {name: _versions(python)[name] for name in held} == {name: before[name] for name in held}
     out = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=REPO)
     assert " passed" in out and "failed" not in out, out[-2000:]
-    versions = ", ".join(f"{name} {before[name]}" for name in WATCHED)
+    versions = ", ".join(f"{name} {before[name]}" for name in watched)
     print(f"\n{end}: {versions}: installed without changes, {out.strip().splitlines()[-1]}")
