@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything CI checks: set-up, lint, types and layer contracts, then the tests in two legs.
 #   1. Spark 3.5 (the line Hudi's writes run on): the unit tests and the integration suite on the real stack.
-#   2. Spark 4.1, jar-free: with a Spark 4 client (pyspark-client, numpy 2), the tests marked
-#      `spark4` on a plain Spark 4.1 server, reading tables the 3.5 Hudi server writes in the same run.
+#   2. Spark 4.1, jar-free: with a Spark 4 client (pyspark-client, numpy 2), the tests marked `spark4` on a
+#      plain Spark 4.1 server, reading tables the 3.5 Hudi server writes in the same run; among them the
+#      install test's Spark 4 end, which runs the unit tests beside the newest numpy, pandas and pyarrow.
 # Extra arguments go to pytest: to leg 1, or to leg 2 with --spark4.
 # Usage: ci/test.sh [--full | --spark4] [pytest args]
 #   --full    also the tests marked `full` (the whole conformance matrix, every kill point, both install ends)
