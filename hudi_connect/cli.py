@@ -197,6 +197,7 @@ def _history(args: argparse.Namespace) -> None:
 
 def _changes(args: argparse.Namespace) -> None:
     from hudi_connect.cdc import ChangeQuery
+    from hudi_connect.cdc.query import delete_first
 
     with _session(args) as spark:
         query = ChangeQuery(spark, args.table)
@@ -204,7 +205,7 @@ def _changes(args: argparse.Namespace) -> None:
             print(query.explain(args.begin, args.end))
             return
         changes = query.changes(args.begin, args.end, format="typed").orderBy(
-            "completion_time", "requested_time", "record_key")  # commit order: completion on version 8+
+            "completion_time", "requested_time", "record_key", delete_first())  # commit order: completion on v8+
         if args.json:
             for row in changes.toLocalIterator():
                 print(_json_line(row.asDict(recursive=True)))

@@ -162,6 +162,8 @@ class SparkLine:
 _SPARK4_WORKERS = ("pyarrow==22.0.0", "pandas==2.3.3", "numpy==2.3.5", "fastavro==1.13.1", "boto3==1.44.5",
                    "pg8000==1.31.6")
 SPARK4_LINES: dict[str, SparkLine] = {
-    "4.0": SparkLine("4.0", "4.0.5", "pyspark-client>=4.0,<4.1", "4.0.0", "3.9.0", "2.12.0", _SPARK4_WORKERS),
-    "4.1": SparkLine("4.1", "4.1.3", "pyspark-client>=4.1,<4.2", "4.1.1", "3.9.1", "2.12.1", _SPARK4_WORKERS),
+    "4.0": SparkLine(name="4.0", pyspark="4.0.5", client="pyspark-client>=4.0,<4.1", kafka_connector="4.0.0",
+                     kafka_clients="3.9.0", commons_pool2="2.12.0", worker_packages=_SPARK4_WORKERS),
+    "4.1": SparkLine(name="4.1", pyspark="4.1.3", client="pyspark-client>=4.1,<4.2", kafka_connector="4.1.1",
+                     kafka_clients="3.9.1", commons_pool2="2.12.1", worker_packages=_SPARK4_WORKERS),
 }

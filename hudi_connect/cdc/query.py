@@ -49,6 +49,13 @@ JSON_OPTIONS = {
 }
 
 
+
+def delete_first() -> Column:
+    """Within one commit, a key's delete before its insert: a replace commit that moves a key (insert_overwrite)
+    deletes it from the replaced file group and inserts it into a new one at the same instant, and whoever
+    applies the two the other way round loses the key."""
+    return F.when(F.col("op") == "d", 0).otherwise(1)
+
 class ChangeQuery:
     """The change stream of one table, computed from its timeline and files."""
 

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from hudi_connect.cdc.query import ChangeQuery
+from hudi_connect.cdc.query import ChangeQuery, delete_first
 from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.table_schema import META_COLUMNS
 from hudi_connect.format.timeline import Instant
@@ -85,11 +85,9 @@ def _range_time(end: Instant) -> str:
 
 
 def change_order() -> list[Column]:
-    """The order a key's changes happened in: by commit (completion, then requested time) and, within one commit,
-    a delete before the insert. A replace commit that moves a key (insert_overwrite) deletes it from the replaced
-    file group and inserts it into a new one at the same instant; applied the other way round, a sink would drop it.
-    """
-    return [F.col("completion_time"), F.col("commit_time"), F.when(F.col("op") == "d", 0).otherwise(1)]
+    """The order a key's changes happened in: by commit (completion, then requested time), then
+    :func:`~hudi_connect.cdc.query.delete_first`."""
+    return [F.col("completion_time"), F.col("commit_time"), delete_first()]
 
 
 def latest_per_key(events: DataFrame) -> DataFrame:

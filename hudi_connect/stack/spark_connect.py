@@ -21,7 +21,6 @@ from pathlib import Path
 import pyspark
 
 from hudi_connect import versions
-from hudi_connect.errors import ProvisioningError
 from hudi_connect.stack import provision
 from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
 from hudi_connect.stack.process import (
@@ -185,7 +184,7 @@ def start_spark_connect(
     token = token or secrets.token_urlsafe(24)
     line = spark4_line(flavor)
     if line is not None and minio is not None:
-        raise ProvisioningError(f"the Spark {line.name} server has no s3a (hadoop-aws 3.4 is not provisioned)")
+        raise ValueError(f"the Spark {line.name} server has no s3a (hadoop-aws 3.4 is not provisioned): minio=None")
     python = provision.ensure_spark4_server(line) if line else provision.ensure_server_python()
     home = provision.spark4_home(python) if line else spark_home()
     worker_python = str(python)

@@ -21,7 +21,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.server import connect, require_hudi_server
-from hudi_connect.stack.backend import Backend, choose_backend
+from hudi_connect.stack.backend import Backend, LocalBackend, choose_backend
 from hudi_connect.stack.endpoints import (
     KafkaEndpoint,
     MinioEndpoint,
@@ -192,9 +192,9 @@ def lance_server_url(
 
 
 @pytest.fixture(scope="session")
-def spark4_server_url(pytestconfig: pytest.Config, shared_services: SharedServices,
-                      hudi_connect_backend: Backend) -> str:
-    """A plain Connect server of a Spark 4 line (no Hudi jar, no s3a), for a client of the same line."""
+def spark4_server_url(pytestconfig: pytest.Config, shared_services: SharedServices) -> str:
+    """A plain Connect server of a Spark 4 line (no Hudi jar, no s3a), for a client of the same line; a local
+    process whatever the backend (no container image holds Spark 4)."""
     import pyspark
 
     line = SPARK4_LINES[pytestconfig.getoption("--hudi-connect-spark4-line")]
@@ -205,7 +205,7 @@ def spark4_server_url(pytestconfig: pytest.Config, shared_services: SharedServic
         )
     flavor = cast(SparkFlavor, line.flavor)
     return shared_services.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
-                               lambda run_dir: hudi_connect_backend.spark_connect(run_dir, flavor, None)).url
+                               lambda run_dir: LocalBackend().spark_connect(run_dir, flavor, None)).url
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,9 @@
 A batch goes to ``<root>/<sequence>_<begin>_<end>/`` (``full`` for a full read)
 as one data file and ``_SUCCESS``. Rows are flat: ``op``, ``record_key``,
 ``commit_time``, ``completion_time`` and the image's data columns (the before
-image for deletes); replaying the directories in sequence order rebuilds the
-table.
+image for deletes), in commit order, and within one commit a key's delete before
+its insert (a replace commit moves keys that way); replaying the directories in
+sequence order, and each file in its row order, rebuilds the table.
 
 Publishing is fenced, so that nothing is ever there twice, even when a killed
 client's write still runs on the server: Spark writes the batch into a hidden
@@ -27,10 +28,11 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_connect.cdc.query import delete_first
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.errors import SinkError
 from hudi_connect.executor.object_store import StorageOp
-from hudi_connect.reverse.changes import change_order, row_image
+from hudi_connect.reverse.changes import row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
 FileFormat = Literal["parquet", "json"]
@@ -80,8 +82,8 @@ class FileSink:
     def write(self, batch: DataFrame, context: BatchContext) -> None:
         target = batch_directory(context)
         staging = f"{self.root}/_staging/{target}_{uuid.uuid4().hex[:12]}"
-        rows = flat_rows(batch).repartition(1).sortWithinPartitions(*change_order()[:2], "record_key",
-                                                                    *change_order()[2:])
+        rows = flat_rows(batch).repartition(1).sortWithinPartitions("completion_time", "commit_time", "record_key",
+                                                                    delete_first())
         try:
             rows.write.format(self.format).mode("error").save(staging)
         except PySparkException as error:
