@@ -297,13 +297,17 @@ def _kill_point(run: Run, phase: str, index: int) -> None:
           f"compare {time.monotonic() - rewritten:.0f}s")
 
 
+def _selects_full(config: pytest.Config) -> bool:
+    """Whether this run includes the tests marked `full`: CI's selection excludes them (`-m "not full and ..."`)."""
+    return "not full" not in (config.getoption("-m") or "")
+
+
 # CI runs each configuration's `phases`; `ci/test.sh --full` adds its `full_phases`.
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
 def test_kills_never_show_a_partial_write(config: Config, writer_server: KillableServer, plain_spark: SparkSession,
                                           minio_endpoint: MinioEndpoint, s3a_base_path: str, tmp_path: Path,
                                           request: pytest.FixtureRequest) -> None:
-    full = request.config.getoption("-m") != "not full"
-    phases = config.phases + (config.full_phases if full else ())
+    phases = config.phases + (config.full_phases if _selects_full(request.config) else ())
     path = s3a_base_path if config.storage == "minio" else str(tmp_path / "table")
     run = Run(config, path, writer_server, plain_spark, minio_endpoint, random.Random(f"{config.name}-2285"))
     run.create(connect(writer_server.url, server_timeout=5), path)
