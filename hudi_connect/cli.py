@@ -268,6 +268,71 @@ def _add_inspection_commands(commands: Any) -> None:
     files.set_defaults(run=_files)
 
 
+def _stack_up(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from hudi_connect.stack.standalone import ENV_FILE, JSON_FILE, env_of, running_services, start_stack, stop_stack
+
+    run_dir = Path(args.run_dir)
+    services = [s.strip() for s in args.services.split(",") if s.strip()]
+    earlier = running_services(run_dir)
+    try:
+        stack = start_stack(run_dir, services, args.backend, [Path(m).resolve() for m in args.mount])
+    except BaseException:
+        if not earlier:  # a half-started stack must not outlive the command; one left running earlier stays
+            stop_stack(run_dir)
+        raise
+    env = env_of(stack)
+    _print_table([{"variable": key, "value": value} for key, value in env.items()], "")
+    if args.env_file:
+        Path(args.env_file).write_text((run_dir / ENV_FILE).read_text())
+    print(f"\nwritten: {args.env_file or run_dir / ENV_FILE} and {run_dir / JSON_FILE}", flush=True)
+    if args.detach:
+        print(f"left running: stop it with `hudi-connect stack down --run-dir {run_dir}`", flush=True)
+        return
+    print("running: Ctrl-C stops it", flush=True)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    try:
+        while not stopping.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print(f"stopped: {', '.join(stop_stack(run_dir))}", flush=True)
+
+
+def _stack_down(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from hudi_connect.stack.standalone import stop_stack
+
+    stopped = stop_stack(Path(args.run_dir))
+    print(f"stopped: {', '.join(stopped)}" if stopped else f"nothing running in {args.run_dir}")
+
+
+def _add_stack_commands(commands: Any) -> None:
+    from hudi_connect.stack.standalone import SERVICES, default_run_dir
+
+    stack = commands.add_parser("stack", help="start or stop MinIO, Kafka, PostgreSQL and Spark Connect (with and "
+                                              "without Hudi) for end-to-end tests in any language")
+    verbs = stack.add_subparsers(dest="verb", required=True)
+    up = verbs.add_parser("up", help="start the stack, print its endpoints, stop it on Ctrl-C")
+    up.add_argument("--services", default=",".join(SERVICES),
+                    help=f"comma-separated, of {', '.join(SERVICES)} (hudi and plain: the two Connect servers)")
+    up.add_argument("--backend", choices=["local", "docker"], default="local",
+                    help="local processes, or containers (a Docker engine, or podman's started for the stack)")
+    up.add_argument("--env-file", help="also write the endpoints to this env file")
+    up.add_argument("--mount", action="append", default=[],
+                    help="docker backend: a host folder the Spark containers see at the same path (repeatable)")
+    up.add_argument("--detach", action="store_true", help="leave it running; `stack down` stops it")
+    for parser in (up, verbs.add_parser("down", help="stop a stack left running with --detach")):
+        parser.add_argument("--run-dir", default=str(default_run_dir()),
+                            help="where the stack keeps its state, data and logs (default: %(default)s)")
+    up.set_defaults(run=_stack_up)
+    verbs.choices["down"].set_defaults(run=_stack_down)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hudi-connect", description="Apache Hudi over Spark Connect")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -314,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="seconds to retry an unreachable server")
     recover.set_defaults(run=_recover)
     _add_inspection_commands(commands)
+    _add_stack_commands(commands)
     args = parser.parse_args(argv)
     if args.command == "demo" and args.jar_free_remote and not args.remote:
         parser.error("--jar-free-remote goes with --remote (locally the demo starts both servers)")

@@ -57,6 +57,21 @@ SPARK_CONNECT_JARS = JarSet(
     (MavenArtifact("org.apache.spark", f"spark-connect_{_S}", SPARK_VERSION),),
 )
 
+# The registry serves the 3.5 line's JVM client at 3.5.0 only (3.5.1 to 3.5.8 are refused); Connect's
+# protocol is the same across 3.5, and the test proves that against the 3.5.7 server.
+JVM_CLIENT_VERSION = "3.5.0"
+# Spark's own JVM Connect client (no Scala compiler needed: Java programs compile against it), for the
+# proof that the stack serves clients that are not Python; its dependencies (Scala's library) come along.
+JVM_CLIENT_JARS = JarSet(
+    "jvm-client",
+    (
+        MavenArtifact("org.apache.spark", f"spark-connect-client-jvm_{_S}", JVM_CLIENT_VERSION, transitive=True),
+        # Arrow's allocator needs Netty's buffers, which the client's POM leaves out (Spark 3.5.0's Netty)
+        MavenArtifact("io.netty", "netty-buffer", "4.1.96.Final"),
+        MavenArtifact("io.netty", "netty-common", "4.1.96.Final"),
+    ),
+)
+
 HUDI_JARS = JarSet(
     "hudi",
     (MavenArtifact("org.apache.hudi", f"hudi-spark3.5-bundle_{_S}", HUDI_VERSION),),
@@ -106,7 +121,10 @@ LANCE_ARROW_JARS = JarSet(
         "arrow-format", "arrow-c-data")),
 )
 
-ALL_JAR_SETS = (SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS, LANCE_ARROW_JARS)
+ALL_JAR_SETS = (
+    SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS, LANCE_ARROW_JARS,
+    JVM_CLIENT_JARS,
+)
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus
 # fastavro for Hudi's Avro log blocks. hudi_connect itself is not installed

@@ -1,11 +1,13 @@
 """Which backend starts the services: local processes or containers.
 
 ``auto`` picks containers (testcontainers) when a Docker engine answers and
-local processes otherwise; this machine has no engine, so CI runs local.
+local processes otherwise. ``docker`` insists on containers: with no engine
+answering it starts podman's Docker API for the run (:mod:`.engine`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -55,11 +57,18 @@ class LocalBackend:
         return start_spark_connect(run_dir, flavor, minio=minio)
 
 
-def choose_backend(requested: BackendName = "auto") -> Backend:
+def choose_backend(
+    requested: BackendName = "auto", run_dir: Path | None = None, mounts: Sequence[Path] = ()
+) -> Backend:
+    """The backend ``requested``; ``run_dir`` hosts podman's socket when ``docker`` must start it, and
+    ``mounts`` are host folders the Spark container sees at the same paths."""
     if requested not in ("auto", "local", "docker"):
         raise ValueError(f"unknown backend {requested!r}: choose 'auto', 'local' or 'docker'")
     from hudi_connect.stack.containers import DockerBackend, docker_available
+    from hudi_connect.stack.engine import ensure_engine
 
+    if requested == "docker" and run_dir is not None:
+        ensure_engine(run_dir)
     if requested == "docker" or (requested == "auto" and docker_available()):
-        return DockerBackend()
+        return DockerBackend(mounts=mounts)
     return LocalBackend()

@@ -12,15 +12,22 @@ the local processes, from the pinned images of ``testcontainers/services.toml``.
   the same inside it as outside, for the MinIO, Kafka and PostgreSQL endpoints
   tests hand it and for the loopback-and-token interceptor, which keeps
   guarding it exactly as it guards the local server.
+- Images: the public ones ``services.toml`` pins when the engine has or can pull
+  them, else the stack's own, built here (:mod:`hudi_connect.stack.images`);
+  ``HUDI_CONNECT_IMAGES=public|built`` forces one kind.
+- Host folders named in ``mounts`` (the tests' temporary folders) are mounted at
+  the same paths in the Spark container, so a local table path means the same
+  to the server as to the test.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -34,6 +41,7 @@ from hudi_connect.stack.endpoints import (
     SparkConnectEndpoint,
     SparkFlavor,
 )
+from hudi_connect.stack.engine import engine_answers
 from hudi_connect.stack.process import LOOPBACK, RunningService, free_port, port_open
 
 if TYPE_CHECKING:
@@ -41,7 +49,7 @@ if TYPE_CHECKING:
 
 SPEC_FILE = Path(__file__).resolve().parents[2] / "testcontainers" / "services.toml"
 READY_TIMEOUT = 120.0  # after the image pull, which testcontainers does first
-PING_TIMEOUT = 3.0
+IMAGES_ENV = "HUDI_CONNECT_IMAGES"  # auto (default), public or built
 LABEL = "hudi-connect.service"  # `docker ps --filter label=hudi-connect.service` finds strays
 MINIO_PORT = 9000
 POSTGRES_PORT = 5432
@@ -93,18 +101,37 @@ def load_images(spec_file: Path = SPEC_FILE) -> dict[str, Image]:
     return images
 
 
-def docker_available(timeout: float = PING_TIMEOUT) -> bool:
-    """Whether a Docker engine answers a ping within ``timeout`` seconds."""
-    try:
-        import docker
+def docker_available() -> bool:
+    """Whether a Docker engine (or podman's Docker API) answers at ``DOCKER_HOST`` or the default socket."""
+    return engine_answers()
 
-        client = docker.from_env(timeout=timeout)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except Exception:  # no SDK, no socket, refused, timed out: all mean "no engine"
-        return False
+
+def image_for(service: str, public: Image, choice: str) -> str:
+    """The reference to run ``service`` from: ``public`` when the engine has it or pulls it (``auto``,
+    ``public``), else the stack's own image, built on this machine when missing (``auto``, ``built``)."""
+    import docker
+    from docker.errors import DockerException
+
+    from hudi_connect.stack.images import ensure_service_image
+
+    if choice not in ("auto", "public", "built"):
+        raise ValueError(f"{IMAGES_ENV}={choice!r}: choose auto, public or built")
+    client = docker.from_env()
+    try:
+        if choice != "built":
+            try:
+                client.images.get(public.reference)
+                return public.reference
+            except DockerException:
+                try:
+                    client.images.pull(public.name, tag=public.tag)
+                    return public.reference
+                except DockerException:
+                    if choice == "public":
+                        raise
+        return ensure_service_image(client, service)
+    finally:
+        client.close()
 
 
 def kafka_env(port: int, cluster_id: str) -> dict[str, str]:
@@ -198,13 +225,24 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, images: Mapping[str, Image] | None = None) -> None:
+    def __init__(self, images: Mapping[str, Image] | None = None, mounts: Sequence[Path] = ()) -> None:
         from testcontainers.core.config import testcontainers_config
 
         # Ryuk would remove the containers when this process exits, but other
         # xdist workers still use them; the harness removes them by id instead.
         testcontainers_config.ryuk_disabled = True
+        # Every endpoint is this machine's loopback (the engine runs here), even when this process itself
+        # runs in a container, where testcontainers would otherwise look for a gateway or bridge address.
+        from testcontainers.core.config import ConnectionMode
+
+        testcontainers_config.connection_mode_override = ConnectionMode.docker_host
+        testcontainers_config.tc_host_override = LOOPBACK
         self.images = dict(images) if images is not None else load_images()
+        self.mounts = tuple(mounts)
+        self.image_choice = os.environ.get(IMAGES_ENV, "auto")
+
+    def _image(self, service: str) -> str:
+        return image_for(service, self.images[service], self.image_choice)
 
     def minio(self, run_dir: Path) -> RunningService:
         from testcontainers.community.minio import MinioContainer
@@ -218,7 +256,7 @@ class DockerBackend:
 
         def create() -> DockerContainer:
             container = MinioContainer(
-                self.images["minio"].reference, port=MINIO_PORT, access_key=endpoint.access_key,
+                self._image("minio"), port=MINIO_PORT, access_key=endpoint.access_key,
                 secret_key=endpoint.secret_key, labels={LABEL: "minio"},
             )
             # testcontainers sets the pre-2021 key variables; current MinIO reads these.
@@ -238,7 +276,7 @@ class DockerBackend:
 
         def create() -> DockerContainer:
             container = DockerContainer(
-                self.images["kafka"].reference, env=kafka_env(port, new_cluster_id()), labels={LABEL: "kafka"}
+                self._image("kafka"), env=kafka_env(port, new_cluster_id()), labels={LABEL: "kafka"}
             )
             _publish_on_loopback(container, port, port)
             return container
@@ -257,7 +295,7 @@ class DockerBackend:
         def create() -> DockerContainer:
             # PostgresContainer waits until psql inside the container can query the database.
             container = PostgresContainer(
-                self.images["postgres"].reference, port=POSTGRES_PORT, username=endpoint.user,
+                self._image("postgres"), port=POSTGRES_PORT, username=endpoint.user,
                 password=endpoint.password, dbname=endpoint.database, driver=None, labels={LABEL: "postgres"},
             )
             container.with_command(["postgres", "-c", "fsync=off", "-c", "max_connections=50"])
@@ -286,13 +324,15 @@ class DockerBackend:
 
         def create() -> DockerContainer:
             container = DockerContainer(
-                self.images["spark-connect"].reference,
+                self._image("spark-connect"),
                 env={"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": CONTAINER_PYTHON, **storage_env(minio)},
                 network_mode="host", labels={LABEL: f"spark-connect-{flavor}"},
             )
             container.with_command(command)
             for name, jar in jars.items():
                 container.with_volume_mapping(jar, str(CONTAINER_JARS / name), "ro")
+            for folder in self.mounts:
+                container.with_volume_mapping(str(folder), str(folder), "rw")
             return container
 
         def ready(container: DockerContainer) -> bool:

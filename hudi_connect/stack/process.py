@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hudi_connect.errors import ServiceStartError
-from hudi_connect.stack.engine import remove_containers
 
 LOOPBACK = "127.0.0.1"
 
@@ -192,3 +191,38 @@ class RunningService:
         for process in reversed(self.processes):
             stop(process)
         remove_containers(self.containers)
+
+
+def remove_containers(ids: Sequence[str]) -> None:
+    """Force-remove containers and their anonymous volumes; ones already gone are skipped. The Docker SDK is
+    imported only when there are some, so stopping local services needs none."""
+    if not ids:
+        return
+    import docker
+    from docker.errors import NotFound
+
+    client = docker.from_env()
+    try:
+        for container_id in ids:
+            with contextlib.suppress(NotFound):
+                client.api.remove_container(container_id, force=True, v=True)
+    finally:
+        client.close()
+
+
+def containers_running(ids: Sequence[str]) -> bool:
+    """Whether every container is running; False when the engine does not answer (a stale record, say after a
+    reboot, must not pass for a live service)."""
+    if not ids:
+        return True
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        try:
+            return all(client.api.inspect_container(i)["State"]["Running"] for i in ids)
+        finally:
+            client.close()
+    except DockerException:
+        return False

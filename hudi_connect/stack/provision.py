@@ -196,6 +196,68 @@ def ensure_interceptor_jar() -> Path:
     return jar
 
 
+# --- Spark's JVM Connect client ---------------------------------------------------------
+
+# The 3.5.0 client jar (the only 3.5 release the registry serves) calls Guava and protobuf under the client's
+# shaded package but lacks them (SPARK-45201, fixed in 3.5.1): these, relocated by Maven's shade plugin from
+# the versions that release was built with (spark-parent 3.5.0's connect.guava.version, protobuf.version),
+# fill the gap.
+JVM_CLIENT_RELOCATED = {  # coordinate -> the packages it relocates
+    "com.google.guava:guava:32.0.1-jre": ("com.google.common", "com.google.thirdparty"),
+    "com.google.protobuf:protobuf-java:3.23.4": ("com.google.protobuf",),
+}
+JVM_CLIENT_SHADED_PREFIX = "org.sparkproject.connect.client."
+SHADE_PLUGIN = ("org.apache.maven.plugins", "maven-shade-plugin", "3.6.2")
+
+
+def render_relocation_pom(relocated: dict[str, tuple[str, ...]], prefix: str) -> str:
+    dependencies = ""
+    for coordinate in relocated:
+        group, artifact, version = coordinate.split(":")
+        dependencies += (
+            f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}"
+            "</version><exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion>"
+            "</exclusions></dependency>"
+        )
+    relocations = "".join(
+        f"<relocation><pattern>{package}</pattern><shadedPattern>{prefix}{package}</shadedPattern></relocation>"
+        for packages in relocated.values() for package in packages
+    )
+    plugin_group, plugin_artifact, plugin_version = SHADE_PLUGIN
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>hudi-connect.provision</groupId><artifactId>relocated</artifactId><version>0</version>\n"
+        f"  <dependencies>{dependencies}</dependencies>\n"
+        f"  <build><plugins><plugin><groupId>{plugin_group}</groupId><artifactId>{plugin_artifact}</artifactId>"
+        f"<version>{plugin_version}</version><executions><execution><phase>package</phase><goals><goal>shade</goal>"
+        f"</goals><configuration><relocations>{relocations}</relocations></configuration></execution></executions>"
+        "</plugin></plugins></build>\n"
+        "</project>\n"
+    )
+
+
+def jvm_client_classpath() -> list[Path]:
+    """Spark's JVM Connect client and its dependencies, with the relocated Guava and protobuf its 3.5.0 jar
+    lacks."""
+    pom = render_relocation_pom(JVM_CLIENT_RELOCATED, JVM_CLIENT_SHADED_PREFIX)
+    target = cache_dir() / "jvm-client-relocated"
+    jar = target / "relocated.jar"
+    marker = target / ".complete"
+    if not (_marker_matches(marker, spec_digest(pom)) and jar.is_file()):
+        progress("relocating Guava and protobuf for the JVM Connect client with Maven's shade plugin")
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        (target / "pom.xml").write_text(pom)
+        _run([require_tool("mvn"), "-B", "-ntp", "-q", "-f", str(target / "pom.xml"), "package"],
+             what="Maven shade of Guava and protobuf for the JVM client")
+        shutil.copy2(target / "target" / "relocated-0.jar", jar)
+        shutil.rmtree(target / "target")
+        marker.write_text(spec_digest(pom))
+    return [*jars_of(versions.JVM_CLIENT_JARS), jar]
+
+
 # --- MinIO -------------------------------------------------------------------------------
 
 def minio_binary() -> Path:
@@ -322,6 +384,47 @@ def spark4_home(python: Path) -> Path:
     return homes[0]
 
 
+# --- a container engine: podman with its Docker API ----------------------------------
+
+PODMAN_PACKAGES = ("podman", "runc", "mmdebstrap")  # mmdebstrap builds the images' base without a registry
+CONTAINERS_CONF = Path("/etc/containers/containers.conf")
+# What podman needs on a root machine without systemd and with cgroups in hybrid mode: crun refuses
+# ("cgroups in hybrid mode not supported"), and the default ulimits cannot be set ("setrlimit RLIMIT_NOFILE").
+CONTAINERS_CONF_TEXT = """\
+# written by `python -m hudi_connect.stack.provision podman`
+[containers]
+default_ulimits = []
+
+[engine]
+cgroup_manager = "cgroupfs"
+runtime = "runc"
+"""
+
+
+def ensure_podman() -> Path:
+    """podman, runc and mmdebstrap from apt, and podman's settings for this kind of machine (written only when
+    the machine has none of its own); nothing when a Docker engine already answers."""
+    from hudi_connect.stack.engine import engine_answers
+
+    if engine_answers():
+        progress("a Docker engine answers: podman is not needed")
+        return Path(shutil.which("docker") or "docker")
+    missing = [name for name in PODMAN_PACKAGES if shutil.which(name) is None]
+    if missing:
+        apt = require_tool("apt-get")
+        if os.geteuid() != 0:
+            raise ProvisioningError(f"{', '.join(missing)} missing and apt-get needs root: "
+                                    f"run 'sudo apt-get install {' '.join(PODMAN_PACKAGES)}'")
+        progress(f"installing {', '.join(missing)} with apt-get")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        _run([apt, "update", "-q"], what="apt-get update", env=env)
+        _run([apt, "install", "-y", "-q", *PODMAN_PACKAGES], what="apt-get install of podman", env=env)
+    if not CONTAINERS_CONF.exists() and os.geteuid() == 0:
+        CONTAINERS_CONF.parent.mkdir(parents=True, exist_ok=True)
+        CONTAINERS_CONF.write_text(CONTAINERS_CONF_TEXT)
+    return Path(require_tool("podman"))
+
+
 # --- driver --------------------------------------------------------------------------------
 
 def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None) -> None:
@@ -334,12 +437,13 @@ def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None
 COMPONENTS = ("jars", "interceptor", "server-python", "minio", "postgres")
 # a plain server per Spark 4 line, for the jar-free leg only (each is a 450 MB download): not in the default set
 SPARK4_COMPONENTS = tuple(f"spark-{name}" for name in versions.SPARK4_LINES)
+OPTIONAL_COMPONENTS = (*SPARK4_COMPONENTS, "podman")  # the docker backend's engine: not in the default set
 
 
 def provision(components: Sequence[str] = COMPONENTS) -> None:
-    unknown = sorted(set(components) - set(COMPONENTS) - set(SPARK4_COMPONENTS))
+    unknown = sorted(set(components) - set(COMPONENTS) - set(OPTIONAL_COMPONENTS))
     if unknown:
-        raise ValueError(f"unknown components {unknown}; choose from {[*COMPONENTS, *SPARK4_COMPONENTS]}")
+        raise ValueError(f"unknown components {unknown}; choose from {[*COMPONENTS, *OPTIONAL_COMPONENTS]}")
     started = time.monotonic()
     if {"jars", "interceptor", *SPARK4_COMPONENTS} & set(components):
         check_java()
@@ -358,13 +462,15 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
         if f"spark-{name}" in components:
             ensure_jars(line.jars)
             ensure_spark4_server(line)
+    if "podman" in components:
+        ensure_podman()
     progress(f"ready in {time.monotonic() - started:.0f}s: {', '.join(components)} (cache {cache_dir()})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
-        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS + SPARK4_COMPONENTS)} "
+        "components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS + OPTIONAL_COMPONENTS)} "
              f"(default: {', '.join(COMPONENTS)})"
     )
     args = parser.parse_args(argv)

@@ -10,6 +10,7 @@ worker reports the same error instead of each retrying for minutes.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ from typing import Any
 
 from hudi_connect.errors import ServiceStartError
 from hudi_connect.stack.endpoints import E, endpoint_from_json, endpoint_to_json
-from hudi_connect.stack.process import RunningService, ServiceProcess, pid_alive
+from hudi_connect.stack.process import RunningService, ServiceProcess, containers_running, pid_alive
 
 
 class SharedServices:
@@ -47,9 +48,12 @@ class SharedServices:
                 state = json.loads(state_file.read_text())
                 if "error" in state:
                     raise ServiceStartError(name, state["error"])
-                if all(pid_alive(p["pid"]) for p in state["processes"]):
+                if all(pid_alive(p["pid"]) for p in state["processes"]) and containers_running(
+                    state.get("containers", [])
+                ):
                     return endpoint_from_json(kind, state["endpoint"])
-                _stop_recorded(state)  # a half-dead service: replace it
+                with contextlib.suppress(Exception):  # its engine may be gone with it
+                    _stop_recorded(state)  # a half-dead service: replace it
             try:
                 running = start(self.run_dir)
             except ServiceStartError as error:

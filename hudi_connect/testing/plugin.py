@@ -29,6 +29,7 @@ from hudi_connect.stack.endpoints import (
     SparkConnectEndpoint,
     SparkFlavor,
 )
+from hudi_connect.stack.engine import stop_started_engine, use_started_engine
 from hudi_connect.stack.minio import create_bucket
 from hudi_connect.stack.shared import SharedServices
 from hudi_connect.testing.topics import create_topic
@@ -67,7 +68,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run_dir: Path | None = getattr(config, "_hudi_connect_owned_run_dir", None)
     if run_dir is None:
         return
-    stopped = SharedServices(run_dir).stop_all()
+    use_started_engine(run_dir)  # the containers' engine, when a worker started podman's
+    try:
+        stopped = SharedServices(run_dir).stop_all()
+    finally:
+        stop_started_engine(run_dir)
     if stopped:
         print(f"\nhudi-connect: stopped {', '.join(stopped)}")
     if config.getoption("--hudi-connect-keep-run-dir"):
@@ -84,8 +89,13 @@ def hudi_connect_run_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def hudi_connect_backend(pytestconfig: pytest.Config) -> Backend:
-    return choose_backend(pytestconfig.getoption("--hudi-connect-backend"))
+def hudi_connect_backend(
+    pytestconfig: pytest.Config, hudi_connect_run_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Backend:
+    # Containers see the tests' temporary folders at the same paths: all xdist workers' under one parent.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if _is_xdist_worker(pytestconfig) else base
+    return choose_backend(pytestconfig.getoption("--hudi-connect-backend"), hudi_connect_run_dir, (shared,))
 
 
 @pytest.fixture(scope="session")
