@@ -23,10 +23,9 @@ import hashlib
 import json
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -126,20 +125,13 @@ def _have(client: docker.DockerClient, reference: str) -> bool:
         return False
 
 
-def _run(command: Sequence[str], what: str) -> None:
-    result = subprocess.run(list(command), capture_output=True, text=True)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-30:])
-        raise ProvisioningError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n{tail}")
-
-
 def _download_wheels(target: Path) -> None:
     """The base's Python packages as wheels for Debian 12's CPython, fetched by the host's pip (its index,
     proxy and certificates), so the build itself needs no network."""
-    _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--platform",
+    provision.run_checked([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--platform",
           f"manylinux2014_{platform.machine()}",
           "--python-version", BASE_PYTHON_VERSION, "--implementation", "cp", "-d", str(target),
-          *BASE_PYTHON_PACKAGES], "pip download of the base image's packages")
+          *BASE_PYTHON_PACKAGES], what="pip download of the base image's packages")
 
 
 def _build_base_with_mmdebstrap(client: docker.DockerClient, reference: str, work: Path) -> None:
@@ -153,12 +145,12 @@ def _build_base_with_mmdebstrap(client: docker.DockerClient, reference: str, wor
     pip = "/opt/python/bin/pip install -q --no-cache-dir --no-index --find-links /tmp/wheels " + " ".join(
         BASE_PYTHON_PACKAGES
     )
-    _run([mmdebstrap, "--variant=apt", "--include=" + ",".join(base_packages()),
+    provision.run_checked([mmdebstrap, "--variant=apt", "--include=" + ",".join(base_packages()),
           "--customize-hook=chroot \"$1\" python3 -m venv /opt/python",
           f"--customize-hook=copy-in {wheels} /tmp",
           f"--customize-hook=chroot \"$1\" {pip}",
           "--customize-hook=rm -rf \"$1\"/tmp/wheels \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/*",
-          DEBIAN_SUITE, str(rootfs)], "mmdebstrap of the base image")
+          DEBIAN_SUITE, str(rootfs)], what="mmdebstrap of the base image")
     repository, tag = reference.rsplit(":", 1)
     reply = client.api.import_image_from_file(str(rootfs), repository=repository, tag=tag)
     # podman's Docker API tags an import 'latest' whatever it is asked; its reply names the image, so tag it

@@ -146,7 +146,7 @@ def ensure_jars(jar_set: JarSet) -> Path:
         f"{versions.MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
         f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
     ]
-    _run(command, what=f"Maven resolution of jar set '{jar_set.name}'")
+    run_checked(command, what=f"Maven resolution of jar set '{jar_set.name}'")
     (staging / "pom.xml").unlink()
     missing = [a.jar_name for a in jar_set.artifacts if not (staging / a.jar_name).is_file()]
     if missing:
@@ -186,12 +186,12 @@ def ensure_interceptor_jar() -> Path:
     classes = target / "classes"
     classes.mkdir(parents=True)
     classpath = os.pathsep.join(str(p) for p in connect_jars)
-    _run(
+    run_checked(
         [require_tool("javac"), "--release", "8", "-nowarn", "-cp", classpath, "-d", str(classes),
          str(INTERCEPTOR_SOURCE)],
         what="javac of the Connect interceptor",
     )
-    _run([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the interceptor")
+    run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the interceptor")
     marker.write_text(digest)
     return jar
 
@@ -250,7 +250,7 @@ def jvm_client_classpath() -> list[Path]:
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         (target / "pom.xml").write_text(pom)
-        _run([require_tool("mvn"), "-B", "-ntp", "-q", "-f", str(target / "pom.xml"), "package"],
+        run_checked([require_tool("mvn"), "-B", "-ntp", "-q", "-f", str(target / "pom.xml"), "package"],
              what="Maven shade of Guava and protobuf for the JVM client")
         shutil.copy2(target / "target" / "relocated-0.jar", jar)
         shutil.rmtree(target / "target")
@@ -280,7 +280,8 @@ def ensure_minio() -> Path:
         CGO_ENABLED="0",
     )
     binary.parent.mkdir(parents=True, exist_ok=True)
-    _run([go, "install", f"{versions.MINIO_MODULE}@{versions.MINIO_VERSION}"], what="go install of MinIO", env=env)
+    run_checked([go, "install", f"{versions.MINIO_MODULE}@{versions.MINIO_VERSION}"], what="go install of MinIO",
+                env=env)
     marker.write_text(versions.MINIO_VERSION)
     return binary
 
@@ -311,8 +312,8 @@ def ensure_postgres() -> Path:
         )
     progress("installing PostgreSQL with apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    _run([apt, "update", "-q"], what="apt-get update", env=env)
-    _run([apt, "install", "-y", "-q", "--no-install-recommends", "postgresql"],
+    run_checked([apt, "update", "-q"], what="apt-get update", env=env)
+    run_checked([apt, "install", "-y", "-q", "--no-install-recommends", "postgresql"],
          what="apt-get install postgresql", env=env)
     found = find_postgres_bin()
     if found is None:
@@ -347,8 +348,8 @@ def _ensure_python(kind: str, packages: Sequence[str], what: str) -> Path:
             return python
         progress(f"creating {what} (" + ", ".join(packages) + ")")
         shutil.rmtree(home, ignore_errors=True)  # a build that died half-way; nothing can be using it
-        _run([sys.executable, "-m", "venv", str(home)], what=f"python -m venv for {what}")
-        _run([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *packages],
+        run_checked([sys.executable, "-m", "venv", str(home)], what=f"python -m venv for {what}")
+        run_checked([str(python), "-m", "pip", "install", "-q", "--progress-bar", "off", *packages],
              what=f"pip install of {what}")
         complete.write_text(_python_digest(packages))
     return python
@@ -417,8 +418,8 @@ def ensure_podman() -> Path:
                                     f"run 'sudo apt-get install {' '.join(PODMAN_PACKAGES)}'")
         progress(f"installing {', '.join(missing)} with apt-get")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        _run([apt, "update", "-q"], what="apt-get update", env=env)
-        _run([apt, "install", "-y", "-q", *PODMAN_PACKAGES], what="apt-get install of podman", env=env)
+        run_checked([apt, "update", "-q"], what="apt-get update", env=env)
+        run_checked([apt, "install", "-y", "-q", *PODMAN_PACKAGES], what="apt-get install of podman", env=env)
     if not CONTAINERS_CONF.exists() and os.geteuid() == 0:
         CONTAINERS_CONF.parent.mkdir(parents=True, exist_ok=True)
         CONTAINERS_CONF.write_text(CONTAINERS_CONF_TEXT)
@@ -427,7 +428,7 @@ def ensure_podman() -> Path:
 
 # --- driver --------------------------------------------------------------------------------
 
-def _run(command: Sequence[str], *, what: str, env: dict[str, str] | None = None) -> None:
+def run_checked(command: Sequence[str], *, what: str, env: dict[str, str] | None = None) -> None:
     result = subprocess.run(list(command), env=env, capture_output=True, text=True)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-30:])
