@@ -1,25 +1,29 @@
 """Change queries: hudi-connect's plan on a plain Spark Connect server against Hudi's
 own CDC query on the Hudi server, same table and range.
 
-    python benchmarks/cdc_query.py [--rows 1000000] [--commits 10] [--changed 0.05] [--repeat 3]
+    python benchmarks/cdc_query.py [--sizes 250k,1m] [--commits 10] [--changed 0.05] [--repeat 3]
 
 For each configuration (COW with DATA_BEFORE_AFTER, COW with OP_KEY_ONLY, MOR with
-DATA_BEFORE_AFTER) it writes a table through Hudi: a bulk insert of ``--rows``,
-then ``--commits`` commits each updating or (every third) deleting ``--changed``
-of the rows. Then it times both readers
-materialising every change event of those commits, checks that they agree on
-the number of events of each kind, and prints the medians and the ratio.
+DATA_BEFORE_AFTER) and each size it writes a table through Hudi: a bulk insert of
+that many rows, then ``--commits`` commits each updating or (every third) deleting
+``--changed`` of the rows. Then it times the readers materialising every change
+event of those commits (interleaved medians, after a warm-up), checks that they
+agree on the number of events of each kind, and prints the medians and the ratios
+per size. Where the plain server decodes ``.cdc`` records in the JVM (it has
+spark-avro), the Python decoder of the same records runs too, for information.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, timed
+from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, interleaved, sizes
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.table.hudi_table import HudiTable
@@ -34,19 +38,20 @@ def materialise(df: DataFrame) -> Counter[str]:
     return Counter({r.op: r.n for r in rows})
 
 
-def write_table(hudi: SparkSession, path: str, table_type: str, mode: str, args: argparse.Namespace) -> HudiTable:
+def write_table(hudi: SparkSession, path: str, table_type: str, mode: str, rows: int,
+                args: argparse.Namespace) -> HudiTable:
     table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
                              table_type=table_type, cdc=mode, metadata_table=False,
                              options={"hoodie.compact.inline.max.delta.commits": "1000",
                                       "hoodie.clean.automatic": "false"})
-    rows = generated_rows(hudi, args.rows)
-    table.bulk_insert(rows)
+    data = generated_rows(hudi, rows)
+    table.bulk_insert(data)
     for commit in range(args.commits):
         # every third commit deletes, the others update; each touches ``changed`` of the rows
-        chosen = rows.where(F.rand(100 + commit) < args.changed)
+        chosen = data.where(F.rand(100 + commit) < args.changed)
         if commit % 3 == 2:
             table.delete(chosen.select("id", "category"))
-            rows = rows.join(chosen.select("id"), "id", "left_anti")
+            data = data.join(chosen.select("id"), "id", "left_anti")
         else:
             updated = chosen.withColumn("amount", F.col("amount") + commit + 1)
             table.upsert(updated.withColumn("ts", F.lit(commit + 2).cast("long")))
@@ -55,31 +60,54 @@ def write_table(hudi: SparkSession, path: str, table_type: str, mode: str, args:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--sizes", type=sizes, default=sizes("250k,1m"),
+                        help="rows of each table, comma-separated (250k,1m,4m)")
     parser.add_argument("--commits", type=int, default=10)
     parser.add_argument("--changed", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=[f"{t}/{m}" for t, m in CONFIGURATIONS], action="append",
                         help="run just these configurations (TABLE_TYPE/MODE); default all")
     args = parser.parse_args()
+    summary = []
     with hudi_and_plain_sessions() as (hudi, plain, run_dir):
-        for table_type, mode in CONFIGURATIONS:
-            if args.only and f"{table_type}/{mode}" not in args.only:
-                continue
-            path = str(run_dir / f"{table_type}_{mode}".lower())
-            begin = time.perf_counter()
-            table = write_table(hudi, path, table_type, mode, args)
-            first = table.timeline().write_commits().instants[1]  # the bulk insert; changes come after it
-            print(f"\n{table_type} {mode}: wrote {args.rows} rows and {args.commits} change commits "
-                  f"in {time.perf_counter() - begin:.0f}s")
-            hudi_time, hudi_events = timed(lambda t=table, f=first: materialise(t.hudi_cdc(f)), args.repeat)
-            query = ChangeQuery(plain, path)
-            ours_time, ours_events = timed(lambda q=query, f=first: materialise(q.changes(f)), args.repeat)
-            assert ours_events == hudi_events, (ours_events, hudi_events)
-            print(f"  events {dict(hudi_events)}")
-            print(f"  Hudi's CDC query (Hudi server):           {hudi_time:7.2f}s")
-            print(f"  hudi-connect (plain server, no Hudi jar): {ours_time:7.2f}s")
-            print(f"  ratio ours / Hudi's: {ours_time / hudi_time:.2f} (target: at most 0.5)")
+        for rows in args.sizes:
+            for table_type, mode in CONFIGURATIONS:
+                if args.only and f"{table_type}/{mode}" not in args.only:
+                    continue
+                path = str(run_dir / f"{table_type}_{mode}_{rows}".lower())
+                begin = time.perf_counter()
+                table = write_table(hudi, path, table_type, mode, rows, args)
+                first = table.timeline().write_commits().instants[1]  # the bulk insert; changes come after it
+                print(f"\n{table_type} {mode}, {rows} rows: wrote them and {args.commits} change commits "
+                      f"in {time.perf_counter() - begin:.0f}s")
+                query = ChangeQuery(plain, path)
+                decoding = query.explain(first).splitlines()[-1]
+                actions: dict[str, Callable[[], Counter[str]]] = {
+                    "hudi": lambda t=table, f=first: materialise(t.hudi_cdc(f)),
+                    "ours": lambda q=query, f=first: materialise(q.changes(f)),
+                }
+                if "decoded in the JVM" in decoding:  # the Python decoder of the same records, for information
+                    in_python = ChangeQuery(plain, path, avro_decoding="python")
+                    actions["ours_python"] = lambda q=in_python, f=first: materialise(q.changes(f))
+                    print(f"  {decoding}")
+                medians = interleaved(actions, args.repeat)
+                hudi_time, hudi_events = medians["hudi"]
+                for label, (_, found) in medians.items():
+                    assert found == hudi_events, (label, found, hudi_events)
+                print(f"  events {dict(hudi_events)} (equal on every side)")
+                target = 1.0 if (table_type, mode) == ("COPY_ON_WRITE", "DATA_BEFORE_AFTER") else 0.5
+                for label, (seconds, _) in medians.items():
+                    print(f"  {label:12s} {seconds:7.2f}s  ratio to Hudi's {seconds / hudi_time:5.2f}")
+                    if label != "hudi":
+                        summary.append((rows, f"{table_type}/{mode}", label, hudi_time, seconds, target))
+                shutil.rmtree(path, ignore_errors=True)
+    print("\nrows      configuration                     reader        Hudi s  ours s  ratio  target")
+    for rows, configuration, label, hudi_time, seconds, target in summary:
+        shown = f"at most {target}" if label == "ours" else "(information)"
+        print(f"{rows:<9} {configuration:33s} {label:12s} {hudi_time:7.2f} {seconds:7.2f} "
+              f"{seconds / hudi_time:6.2f}  {shown}")
+        print(f"RESULT cdc_query rows={rows} configuration={configuration} reader={label} "
+              f"hudi_s={hudi_time:.2f} ours_s={seconds:.2f} ratio={seconds / hudi_time:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,30 @@
-"""Reverse stream to Kafka: hudi-connect's reverse streamer doing a full export of a Hudi
-table through its Kafka sink, against Spark writing the same, already computed Kafka
-rows to a topic directly, on one Hudi server and one broker.
+"""Reverse stream to Kafka against the job a user would write by hand on the Hudi server.
 
-    python benchmarks/reverse_stream_kafka.py [--rows 1000000] [--repeat 3] [--partitions 4]
+    python benchmarks/reverse_stream_kafka.py [--sizes 250k,1m] [--changed 0.05] [--repeat 3] [--partitions 4]
 
-Writes a COW table through Hudi (a bulk insert of ``--rows``). Then, ``--repeat``
-times each, into a new topic of ``--partitions`` partitions:
+For each size it writes a CDC-enabled COW table through Hudi (DATA_BEFORE_AFTER): a
+bulk insert, then three commits that together change ``--changed`` of the rows
+(two upserts and a delete). Then, into a new topic of ``--partitions`` partitions
+per run, interleaved after one untimed warm-up each, medians of ``--repeat`` runs:
 
-- ours: a new stream's ``ReverseStream.run_once()`` with a ``KafkaSink`` (a full
-  read: planning, reading the table, building the records, sending them and
-  checkpointing, all timed);
-- raw: ``df.write.format("kafka")`` of the sink's own records of that full read,
-  computed once beforehand and saved as Parquet, with the sink's producer settings
-  (Spark only reads an already computed DataFrame and sends it);
-- plan: Spark writing the sink's records of the full read straight from the table,
-  without the streamer's checkpointing and bookkeeping (where ours loses to raw:
-  the read and the JSON, or the streamer itself).
+Full export (every row of the table as of its last commit):
+- ours: a new stream's ``ReverseStream.run_once()`` with a ``KafkaSink`` on the plain
+  server (no Hudi jar): planning, reading, building the records, sending, checkpointing
+  (creating the stream object is not timed);
+- hand: what a user would write on the Hudi server: Hudi's snapshot read, the record
+  key as the message key and the row as JSON, ``df.write.format("kafka")``;
+- raw (information): Spark sending the sink's own records, computed beforehand and
+  saved as Parquet.
 
-Runs are interleaved after one untimed warm-up each. After every run it checks that
-the topic holds exactly one message per row; it prints the medians, the rates and
-the ratio of the rates ours / raw.
+Incremental batch (the three change commits):
+- ours: a stream checkpointed at the bulk insert (untimed), ``run_once()`` (the
+  changes in per-key commit order, counted, sent, checkpointed);
+- hand: Hudi's CDC query from the bulk insert, the key from the images, the event as
+  JSON, ``df.write.format("kafka")``.
+
+Every run's topic must hold exactly the expected messages: one per row for the full
+export, one per change event (Hudi's count) for the incremental batch, on both sides.
+It prints the medians, the rates and the throughput ratios ours / hand per size.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-from side_by_side import SCHEMA, generated_rows
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from side_by_side import SCHEMA, generated_rows, sizes
 
 from hudi_connect.client.server import connect
 from hudi_connect.client.timeline_view import load_properties
+from hudi_connect.format.timeline import Instant
 from hudi_connect.reverse import KafkaSink, ReverseStream
 from hudi_connect.reverse.changes import full_batch
 from hudi_connect.reverse.sink import BatchContext
@@ -48,7 +55,7 @@ from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.topics import create_topic
 
-TARGET_RATIO = 0.8  # ours / raw, in records per second
+TARGET_RATIO = 1.0  # ours / hand, in records per second
 
 
 def topic_size(endpoint: KafkaEndpoint, topic: str) -> int:
@@ -65,114 +72,155 @@ def topic_size(endpoint: KafkaEndpoint, topic: str) -> int:
         consumer.close()
 
 
-def new_topic(endpoint: KafkaEndpoint, prefix: str, partitions: int) -> str:
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    create_topic(endpoint, topic, partitions)
-    return topic
-
-
-def timed_runs(runs: dict[str, Callable[[str], int]], endpoint: KafkaEndpoint, expected: int,
+def timed_runs(runs: dict[str, Callable[[str], Callable[[], int]]], endpoint: KafkaEndpoint, expected: int,
                args: argparse.Namespace) -> dict[str, float]:
-    """Median seconds of ``--repeat`` runs of each ``run(topic)``, interleaved after one untimed warm-up
-    run each (so neither side gets a colder JVM), each into a new topic (created untimed), each checked
-    to have sent ``expected`` records (its own count and the topic's)."""
+    """Median seconds of ``--repeat`` runs of each ``run(topic)()``, interleaved (rotating order) after one
+    untimed warm-up each, each into a new topic; the topic and ``run(topic)`` (setting a stream up) are
+    untimed, its result (the job) is timed and must have sent ``expected`` records (its own count and the
+    topic's)."""
     times: dict[str, list[float]] = {label: [] for label in runs}
+    labels = list(runs)
     for attempt in range(args.repeat + 1):
-        for label, run in runs.items():
-            topic = new_topic(endpoint, label, args.partitions)
+        shift = attempt % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            topic = f"{label}-{uuid.uuid4().hex[:8]}"
+            create_topic(endpoint, topic, args.partitions)
+            job = runs[label](topic)
             begin = time.perf_counter()
-            sent = run(topic)
+            sent = job()
             seconds = time.perf_counter() - begin
             in_topic = topic_size(endpoint, topic)
             assert sent == expected, f"{label} run {attempt}: sent {sent} records, expected {expected}"
             assert in_topic == expected, f"{label} run {attempt}: topic {topic} holds {in_topic}, expected {expected}"
             what = "warm-up" if attempt == 0 else f"run {attempt}"
-            print(f"  {label} {what}: {seconds:7.2f}s  {expected / seconds:10,.0f} records/s  ({topic})")
+            print(f"    {label} {what}: {seconds:7.2f}s  {expected / seconds:10,.0f} records/s", flush=True)
             if attempt:
                 times[label].append(seconds)
     return {label: statistics.median(t) for label, t in times.items()}
 
 
-def benchmark(spark: SparkSession, kafka: KafkaEndpoint, run_dir: Path, args: argparse.Namespace) -> None:
+def write_table(hudi: SparkSession, path: str, rows: int, changed: float) -> tuple[HudiTable, list[Instant]]:
+    """The bulk insert and three change commits (upsert, upsert, delete), each of a third of ``changed``."""
+    table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
+                             table_type="COPY_ON_WRITE", cdc="DATA_BEFORE_AFTER",
+                             options={"hoodie.clean.automatic": "false"})
+    data = generated_rows(hudi, rows)
+    commits = [table.bulk_insert(data)]
+    for commit in range(3):
+        chosen = data.where((F.col("id") % 3 == commit) & (F.rand(100 + commit) < changed))
+        if commit == 2:
+            commits.append(table.delete(chosen.select("id", "category")))
+        else:
+            commits.append(table.upsert(chosen.withColumn("amount", F.col("amount") + 1)
+                                        .withColumn("ts", F.lit(commit + 2).cast("long"))))
+    return table, commits
+
+
+def kafka_write(rows: DataFrame, bootstrap: str, topic: str) -> None:
+    rows.write.format("kafka").options(**(PRODUCER_DEFAULTS | {"kafka.bootstrap.servers": bootstrap,
+                                                                "topic": topic})).save()
+
+
+def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_dir: Path, rows: int,
+             args: argparse.Namespace) -> list[tuple[str, int, float, float, float | None]]:
     bootstrap = kafka.bootstrap_servers
-    path = str(run_dir / "cow_table")
-    table = HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
-                             table_type="COPY_ON_WRITE")
+    path = str(run_dir / f"cow_{rows}")
     begin = time.perf_counter()
-    table.bulk_insert(generated_rows(spark, args.rows))
-    print(f"wrote {args.rows} rows to a COW table in {time.perf_counter() - begin:.0f}s")
+    table, commits = write_table(hudi, path, rows, args.changed)
+    print(f"\n{rows} rows: wrote the table and 3 change commits in {time.perf_counter() - begin:.0f}s", flush=True)
+    data_columns = SCHEMA_COLUMNS
+    live = int(table.snapshot().count())
+    events = int(table.hudi_cdc(commits[0]).count())
 
     # raw's input: the sink's records of the same full read, computed once and saved
-    properties = load_properties(spark, path)
-    end = table.timeline().write_commits().completed().last()
-    assert end is not None
+    properties = load_properties(plain, path)
+    end = commits[-1]
     context = BatchContext("raw-precompute", 1, properties.name, path, properties.record_key_fields, None,
                            end.requested_time, end.completion_time or end.requested_time, True)
-    records_dir = str(run_dir / "kafka_records")
-    begin = time.perf_counter()
-    KafkaSink(bootstrap, "unused").records(full_batch(spark, path, properties, end), context) \
+    records_dir = str(run_dir / f"kafka_records_{rows}")
+    KafkaSink(bootstrap, "unused").records(full_batch(plain, path, properties, end), context) \
         .write.mode("overwrite").parquet(records_dir)
-    precomputed = int(spark.read.parquet(records_dir).count())
-    assert precomputed == args.rows, (precomputed, args.rows)
-    print(f"precomputed {precomputed} Kafka records (key, value, headers) as Parquet "
-          f"in {time.perf_counter() - begin:.0f}s")
 
-    def ours(topic: str) -> int:
-        stream = ReverseStream(spark, path, f"bench-{uuid.uuid4().hex[:8]}", [KafkaSink(bootstrap, topic)])
-        result = stream.run_once()
-        assert result.sent and result.checkpoint is not None
-        return result.records
+    def run_once(stream: ReverseStream) -> Callable[[], int]:
+        def job() -> int:
+            result = stream.run_once()
+            assert result.sent and result.checkpoint is not None
+            return result.records
+        return job
 
-    def raw(topic: str) -> int:
-        options = PRODUCER_DEFAULTS | {"kafka.bootstrap.servers": bootstrap, "topic": topic}
-        spark.read.parquet(records_dir).write.format("kafka").options(**options).save()
-        return precomputed
+    def ours_full(topic: str) -> Callable[[], int]:  # a new stream: its first batch is a full read
+        return run_once(ReverseStream(plain, path, f"full-{uuid.uuid4().hex[:8]}", [KafkaSink(bootstrap, topic)]))
 
-    def same_plan(topic: str) -> int:  # Spark's own pipeline from the table, without the streamer's bookkeeping
-        rows = KafkaSink(bootstrap, topic).records(full_batch(spark, path, properties, end), context)
-        options = PRODUCER_DEFAULTS | {"kafka.bootstrap.servers": bootstrap, "topic": topic}
-        rows.write.format("kafka").options(**options).save()
-        return precomputed
+    def hand_full(topic: str) -> Callable[[], int]:  # a user's export: Hudi's snapshot, key and row as JSON
+        def job() -> int:
+            snapshot = hudi.read.format("hudi").load(path)
+            kafka_write(snapshot.select(F.col("_hoodie_record_key").cast("binary").alias("key"),
+                                        F.to_json(F.struct(*data_columns)).alias("value")), bootstrap, topic)
+            return live
+        return job
 
-    medians = timed_runs({"ours": ours, "raw": raw, "plan": same_plan}, kafka, args.rows, args)
-    ours_time, raw_time, plan_time = medians["ours"], medians["raw"], medians["plan"]
-    ours_rate, raw_rate = args.rows / ours_time, args.rows / raw_time
-    ratio = ours_rate / raw_rate
-    print(f"\nfull export of {args.rows} rows to Kafka ({args.partitions} partitions), median of {args.repeat}:")
-    print(f"  hudi-connect ReverseStream + KafkaSink (run_once): {ours_time:7.2f}s  {ours_rate:10,.0f} records/s")
-    print(f"  Spark df.write.format('kafka') (precomputed rows): {raw_time:7.2f}s  {raw_rate:10,.0f} records/s")
-    print(f"  Spark writing the sink's plan (read + JSON, no checkpoint): {plan_time:7.2f}s  "
-          f"{args.rows / plan_time:10,.0f} records/s")
-    print(f"  ratio ours / raw throughput: {ratio:.2f} (target: at least {TARGET_RATIO}); "
-          f"ours / same plan: {plan_time / ours_time:.2f}")
-    print(f"RESULT reverse_stream_kafka rows={args.rows} ours_s={ours_time:.2f} raw_s={raw_time:.2f} "
-          f"plan_s={plan_time:.2f} ratio={ratio:.2f}")
+    def raw(topic: str) -> Callable[[], int]:
+        def job() -> int:
+            kafka_write(plain.read.parquet(records_dir), bootstrap, topic)
+            return live
+        return job
+
+    def ours_changes(topic: str) -> Callable[[], int]:  # a stream that has sent the bulk insert already
+        stream = ReverseStream(plain, path, f"changes-{uuid.uuid4().hex[:8]}", [KafkaSink(bootstrap, topic)])
+        stream.set_checkpoint(commits[0])
+        return run_once(stream)
+
+    def hand_changes(topic: str) -> Callable[[], int]:  # a user's incremental job: Hudi's CDC query
+        def job() -> int:
+            changes = table.hudi_cdc(commits[0])
+            key = F.coalesce(F.get_json_object("after", "$.id"), F.get_json_object("before", "$.id"))
+            kafka_write(changes.select(key.cast("binary").alias("key"),
+                                       F.to_json(F.struct("op", "ts_ms", "before", "after")).alias("value")),
+                        bootstrap, topic)
+            return events
+        return job
+
+    print(f"  full export ({live} rows):", flush=True)
+    full = timed_runs({"ours": ours_full, "hand": hand_full, "raw": raw}, kafka, live, args)
+    print(f"  incremental batch ({events} change events over 3 commits):", flush=True)
+    incremental = timed_runs({"ours": ours_changes, "hand": hand_changes}, kafka, events, args)
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(records_dir, ignore_errors=True)
+    return [("full export", rows, full["ours"], full["hand"], full["raw"]),
+            ("incremental", rows, incremental["ours"], incremental["hand"], None)]
+
+
+SCHEMA_COLUMNS = [part.split()[0] for part in SCHEMA.split(",")]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--sizes", type=sizes, default=sizes("250k,1m"), help="rows, comma-separated (250k,1m,4m)")
+    parser.add_argument("--changed", type=float, default=0.05, help="share of the rows the 3 commits change")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4, help="partitions of each topic")
     args = parser.parse_args()
     run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
     run_dir.chmod(0o755)
+    kafka = start_kafka(run_dir)
+    servers = []
     try:
-        kafka = start_kafka(run_dir)
-        try:
-            server = start_spark_connect(run_dir, "hudi")
-            try:
-                spark = connect(server.endpoint.url)  # type: ignore[attr-defined]
-                try:
-                    benchmark(spark, kafka.endpoint, run_dir, args)  # type: ignore[arg-type]
-                finally:
-                    spark.stop()
-            finally:
-                server.stop()
-        finally:
-            kafka.stop()
+        servers = [start_spark_connect(run_dir, "hudi"), start_spark_connect(run_dir, "plain")]
+        hudi, plain = (connect(s.endpoint.url) for s in servers)  # type: ignore[attr-defined]
+        summary = [line for rows in args.sizes
+                   for line in one_size(hudi, plain, kafka.endpoint, run_dir, rows, args)]  # type: ignore[arg-type]
     finally:
+        for server in servers:
+            server.stop()
+        kafka.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
+    print("\nbatch        rows      ours s  hand s  raw s   ours/hand throughput  target")
+    for batch, rows, ours, hand, raw_time in summary:
+        shown = f"{raw_time:6.2f}" if raw_time is not None else "     -"
+        print(f"{batch:12s} {rows:<9} {ours:6.2f}  {hand:6.2f}  {shown}  {hand / ours:6.2f}"
+              f"                at least {TARGET_RATIO}")
+        print(f"RESULT reverse_stream_kafka batch={batch.replace(' ', '_')} rows={rows} ours_s={ours:.2f} "
+              f"hand_s={hand:.2f} ratio={hand / ours:.2f}" + (f" raw_s={raw_time:.2f}" if raw_time else ""))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -50,12 +50,25 @@ def generated_rows(spark: SparkSession, rows: int) -> DataFrame:
         F.lit(1).cast("long").alias("ts"))
 
 
-def timed(action: Callable[[], T], repeat: int) -> tuple[float, T]:
-    """Median seconds of ``repeat`` runs, and their result (which must not change between runs)."""
-    results, times = [], []
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        results.append(action())
-        times.append(time.perf_counter() - begin)
-    assert all(r == results[0] for r in results), "a reader gave different answers on repeated runs"
-    return statistics.median(times), results[0]
+def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int) -> dict[str, tuple[float, T]]:
+    """Median seconds of ``repeat`` runs of each action, and its result. One untimed warm-up of each
+    first, then the runs in rounds (each round runs every action once, in a rotated order), so no side
+    gets a warmer JVM or a quieter minute than the other. Every run of an action must give one result."""
+    labels = list(actions)
+    results = {label: actions[label]() for label in labels}  # warm-up
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for round_number in range(repeat):
+        shift = round_number % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            begin = time.perf_counter()
+            result = actions[label]()
+            times[label].append(time.perf_counter() - begin)
+            assert result == results[label], f"{label} gave different answers on repeated runs"
+    return {label: (statistics.median(times[label]), results[label]) for label in labels}
+
+
+def sizes(text: str) -> list[int]:
+    """``--sizes 250k,1m,4m`` as row (or file) counts."""
+    units = {"k": 1_000, "m": 1_000_000}
+    return [int(float(part[:-1]) * units[part[-1]]) if part[-1] in units else int(part)
+            for part in text.lower().split(",") if part]

@@ -72,6 +72,13 @@ JVM_CLIENT_JARS = JarSet(
     ),
 )
 
+# Spark's Avro module (not Hudi): the plain server's from_avro decodes .cdc records in the JVM
+# (hudi_connect.cdc.jvm_decoding). The Hudi server goes without it, so the suite meets both kinds of server.
+SPARK_AVRO_JARS = JarSet(
+    "spark-avro",
+    (MavenArtifact("org.apache.spark", f"spark-avro_{_S}", SPARK_VERSION),),
+)
+
 HUDI_JARS = JarSet(
     "hudi",
     (MavenArtifact("org.apache.hudi", f"hudi-spark3.5-bundle_{_S}", HUDI_VERSION),),
@@ -122,8 +129,8 @@ LANCE_ARROW_JARS = JarSet(
 )
 
 ALL_JAR_SETS = (
-    SPARK_CONNECT_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS, LANCE_ARROW_JARS,
-    JVM_CLIENT_JARS,
+    SPARK_CONNECT_JARS, SPARK_AVRO_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS,
+    LANCE_ARROW_JARS, JVM_CLIENT_JARS,
 )
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus

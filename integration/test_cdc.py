@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
+from hudi_connect.errors import ServerMisconfiguredError
 from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import col
@@ -47,6 +48,23 @@ def test_change_stream_equals_hudis_cdc_query(
     assert sum(events(query.changes("earliest")).values()) > 20
     if table_type == "COPY_ON_WRITE":  # updates of a CDC-enabled COW table are logged in .cdc files
         assert "AS_IS" in query.explain("earliest")
+    if table_type == "COPY_ON_WRITE" and mode == "DATA_BEFORE_AFTER":
+        # whole events in .cdc files: the plain server (spark-avro) decodes them in the JVM, and the Python
+        # path, asked for or where the server has no spark-avro (the Hudi server), gives the same events
+        assert "decoded in the JVM (spark-avro's from_avro)" in query.explain("earliest")
+        theirs = events(table.hudi_cdc("earliest"))
+        in_python = ChangeQuery(plain_spark, local_base_path, avro_decoding="python")
+        assert "decoded in Python workers: avro_decoding='python' asks for it" in in_python.explain("earliest")
+        assert events(in_python.changes("earliest")) == theirs
+        columns = ["op", "record_key", "requested_time", "completion_time", "before", "after"]
+        typed = [row_multiset((r.asDict(recursive=True) for r in q.changes("earliest", format="typed").collect()),
+                              columns) for q in (query, in_python)]
+        assert typed[0] == typed[1] and sum(typed[0].values()) > 20
+        without_avro = ChangeQuery(spark, local_base_path)
+        assert "decoded in Python workers: the server has no spark-avro" in without_avro.explain("earliest")
+        assert events(without_avro.changes("earliest")) == theirs
+        with pytest.raises(ServerMisconfiguredError, match="spark-avro"):
+            ChangeQuery(spark, local_base_path, avro_decoding="jvm").changes("earliest")
 
 
 OPERATIONS = ("insert", "upsert", "upsert", "delete", "overwrite", "drop", "service")

@@ -50,6 +50,7 @@ from hudi_connect.format.log import (
     LogBlock,
     LogBlockType,
     avro_to_arrow_schema,
+    data_block_record_bytes,
     data_block_records,
     delete_records,
     read_log_blocks,
@@ -451,6 +452,20 @@ def test_cdc_block_decodes_like_an_avro_block(samples: dict[str, bytes]) -> None
     cdc = only_block(reencode(block, LogBlockType.CDC_DATA))
     assert cdc.block_type is LogBlockType.CDC_DATA and cdc.is_data_block
     assert data_block_records(cdc) == data_block_records(block)
+
+
+def test_record_bytes_are_each_record_undecoded(samples: dict[str, bytes]) -> None:
+    """What the JVM decodes: each record's bytes alone decode (fastavro, the block's writer schema) to the
+    record the block decodes to."""
+    block = only_block(samples["avro"])
+    assert block.schema_json is not None
+    schema = fastavro.parse_schema(json.loads(block.schema_json))
+    records = data_block_record_bytes(block)
+    decoded = [fastavro.schemaless_reader(io.BytesIO(record), schema, None) for record in records]
+    assert decoded == data_block_records(block).to_pylist()
+    assert len(records) > 0
+    with pytest.raises(ValueError, match="no Avro records"):
+        data_block_record_bytes(only_block(reencode(block, LogBlockType.PARQUET_DATA)))
 
 
 # ---------------------------------------------------------------------------------------------------------------

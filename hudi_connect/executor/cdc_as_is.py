@@ -9,33 +9,90 @@ logging mode (``HoodieCDCUtils``):
 - OP_KEY_ONLY: op, record_key: both images come from slices (not handled here).
 
 Images in ``.cdc`` files carry only the data columns, as Hudi's CDC query shows them.
+
+DATA_BEFORE_AFTER records need no file slice at all, so where the server has
+Spark's Avro module the worker only cuts them out of their blocks, undecoded
+(:func:`cdc_record_bytes`), and the JVM decodes them
+(:mod:`hudi_connect.cdc.jvm_decoding`); :func:`cdc_writer_schemas` tells the
+planner which writer schemas it will meet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_connect.errors import LogDecodeError
 from hudi_connect.executor.slices import SliceReadConfig, _record_keys
 from hudi_connect.executor.storage import join, read_bytes
-from hudi_connect.format.log.blocks import data_block_records
-from hudi_connect.format.log.format import LogBlockType, read_log_blocks
+from hudi_connect.format.log.blocks import data_block_record_bytes, data_block_records
+from hudi_connect.format.log.format import LogBlock, LogBlockType, read_log_blocks
 from hudi_connect.format.schema_evolution import promote
 
 Events = tuple[pa.Array, pa.Array, pa.StructArray, pa.StructArray]  # ops, record keys, before, after images
 
 
-def cdc_records(config: SliceReadConfig, cdc_files: list[str], instant: str) -> pa.Table | None:
-    """The CDC records the commit ``instant`` logged in ``cdc_files`` (paths relative to the table)."""
-    tables = []
+WRITER_SCHEMAS_DDL = "writer_schema string"
+# One undecoded .cdc record per row, with the split's times and the index of its block's writer schema
+RECORD_BYTES_SCHEMA = pa.schema([("ts_ms", pa.string()), ("completion_time", pa.string()),
+                                 ("writer_schema", pa.int32()), ("record", pa.binary())])
+
+
+def _cdc_blocks(config: SliceReadConfig, cdc_files: list[str], instant: str) -> Iterator[LogBlock]:
+    """The CDC data blocks the commit ``instant`` wrote in ``cdc_files`` (paths relative to the table)."""
     for name in cdc_files:
         uri = join(config.base_uri, name)
         for block in read_log_blocks(read_bytes(uri), source=uri):
             if block.block_type is LogBlockType.CDC_DATA and block.instant_time == instant:
-                tables.append(data_block_records(block))
+                yield block
+
+
+def cdc_records(config: SliceReadConfig, cdc_files: list[str], instant: str) -> pa.Table | None:
+    """The CDC records the commit ``instant`` logged in ``cdc_files`` (paths relative to the table)."""
+    tables = [data_block_records(block) for block in _cdc_blocks(config, cdc_files, instant)]
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="default").combine_chunks()
+
+
+def _writer_schema(block: LogBlock) -> str:
+    if block.schema_json is None:
+        raise LogDecodeError(f"CDC block at byte {block.offset} has no SCHEMA header to decode its records with")
+    return block.schema_json
+
+
+def cdc_writer_schemas(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: split rows in, the distinct writer schemas of their CDC blocks out."""
+    for batch in batches:
+        found = {_writer_schema(block) for row in batch.to_pylist()
+                 for block in _cdc_blocks(config, list(row["cdc_files"]), row["instant"])}
+        yield pa.RecordBatch.from_arrays([pa.array(sorted(found), pa.string())], names=["writer_schema"])
+
+
+def cdc_record_bytes(config: SliceReadConfig, writer_schemas: Mapping[str, int],
+                     batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: split rows in, rows of :data:`RECORD_BYTES_SCHEMA` out, one per CDC record.
+
+    ``writer_schemas`` numbers the schemas the planner found with :func:`cdc_writer_schemas`; a block
+    written in any other schema (none can appear: the files of completed commits do not change) fails
+    the task rather than being decoded with the wrong one.
+    """
+    for batch in batches:
+        for row in batch.to_pylist():
+            for block in _cdc_blocks(config, list(row["cdc_files"]), row["instant"]):
+                schema = _writer_schema(block)
+                if schema not in writer_schemas:
+                    raise LogDecodeError(f"CDC block at byte {block.offset} of a file of {row['file_id']} has a "
+                                         "writer schema the planner did not see; run the query again")
+                records = pa.array(data_block_record_bytes(block), pa.binary())
+                count = len(records)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([row["instant"]] * count, pa.string()),
+                     pa.array([row["completion_time"]] * count, pa.string()),
+                     pa.array([writer_schemas[schema]] * count, pa.int32()), records],
+                    schema=RECORD_BYTES_SCHEMA)
 
 
 def aligned_images(values: pa.StructArray, image_type: pa.StructType) -> pa.StructArray:
@@ -47,7 +104,9 @@ def aligned_images(values: pa.StructArray, image_type: pa.StructType) -> pa.Stru
 def image_keys(images: pa.StructArray, config: SliceReadConfig) -> pa.Array:
     """The record keys of data-only images (null where the image is)."""
     flat = dict(zip((f.name for f in images.type), images.flatten(), strict=True))
-    return _record_keys(pa.table({name: flat[name] for name in config.record_key_fields}), config)
+    keys = _record_keys(pa.table({name: flat[name] for name in config.record_key_fields}), config)
+    # a null image has no key (field-prefixed keys would otherwise render its nulls as "f:__null__")
+    return pc.if_else(images.is_valid(), keys, pa.scalar(None, keys.type))
 
 
 def _column(records: pa.Table, name: str) -> pa.Array:

@@ -60,7 +60,9 @@ def server_jars(flavor: SparkFlavor) -> list[Path]:
     if line is not None:  # Spark's own jars come with its pyspark; the interceptor's gRPC classes are unchanged
         return [*provision.jars_of(line.jars), provision.ensure_interceptor_jar()]
     jars = provision.jars_of(versions.SPARK_CONNECT_JARS) + provision.jars_of(versions.STORAGE_AND_SINK_JARS)
-    if flavor != "plain":
+    if flavor == "plain":
+        jars += provision.jars_of(versions.SPARK_AVRO_JARS)
+    else:
         jars += provision.jars_of(versions.HUDI_JARS)
     if flavor == "hudi-lance":
         jars += provision.jars_of(versions.LANCE_JARS)

@@ -17,7 +17,13 @@ Example::
 """
 
 from hudi_connect.format.log.avro_records import avro_to_arrow_schema
-from hudi_connect.format.log.blocks import DeleteRecord, data_block_records, delete_records, rollback_target
+from hudi_connect.format.log.blocks import (
+    DeleteRecord,
+    data_block_record_bytes,
+    data_block_records,
+    delete_records,
+    rollback_target,
+)
 from hudi_connect.format.log.format import MAGIC, HeaderKey, LogBlock, LogBlockType, read_log_blocks
 
 __all__ = [
@@ -27,6 +33,7 @@ __all__ = [
     "LogBlock",
     "LogBlockType",
     "avro_to_arrow_schema",
+    "data_block_record_bytes",
     "data_block_records",
     "delete_records",
     "read_log_blocks",

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_connect.errors import LogDecodeError
-from hudi_connect.format.log.avro_records import avro_to_arrow_schema, decode_avro_data_content
+from hudi_connect.format.log.avro_records import avro_to_arrow_schema, decode_avro_data_content, record_spans
 from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType
 
 # HoodieCommandBlock.HoodieCommandBlockTypeEnum: the header holds the ordinal, ROLLBACK_BLOCK is the only one.
@@ -71,6 +71,15 @@ def data_block_records(block: LogBlock, reader_schema_json: str | None = None) -
         raise LogDecodeError(f"{_where(block)}: HFile data blocks (metadata table) are not decoded; "
                              "read the metadata table with Hudi")
     raise ValueError(f"{_where(block)} holds no records; only data blocks do")
+
+
+def data_block_record_bytes(block: LogBlock) -> list[bytes]:
+    """Each record of an Avro or CDC data block as its undecoded Avro binary encoding (in the writer
+    schema of the block's ``SCHEMA`` header), for a decoder outside Python (Spark's ``from_avro``)."""
+    if block.block_type not in (LogBlockType.AVRO_DATA, LogBlockType.CDC_DATA):
+        raise ValueError(f"{_where(block)} holds no Avro records; only Avro and CDC data blocks do")
+    content = block.content
+    return [content[start:end] for start, end in record_spans(content, _where(block))]
 
 
 def _parquet_records(block: LogBlock, reader_schema_json: str | None) -> pa.Table:
