@@ -26,6 +26,7 @@ import argparse
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -88,12 +89,24 @@ def main() -> None:
                 write_table(hudi, path, files)
                 print(f"\n{files} files: wrote the table in {time.perf_counter() - begin:.0f}s", flush=True)
                 proxy.delay = args.latency_ms / 1000
+                requests: dict[str, int] = {}  # the requests to MinIO of each side's last run
+
+                def counted(label: str, action: Callable[[], frozenset[str]],
+                            seen: dict[str, int] = requests) -> Callable[[], frozenset[str]]:
+                    def run() -> frozenset[str]:
+                        before = proxy.requests
+                        found = action()
+                        seen[label] = proxy.requests - before
+                        return found
+                    return run
+
                 medians = interleaved({
-                    "metadata": lambda p=path: base_files(FileIndex(plain, p)),
-                    "storage": lambda p=path: base_files(FileIndex(plain, p, use_metadata=False)),
-                    "hudi": lambda p=path: frozenset(name.rsplit("/", 1)[1]
-                                                     for name in hudi.read.format("hudi").load(p).inputFiles()),
+                    "metadata": counted("metadata", lambda p=path: base_files(FileIndex(plain, p))),
+                    "storage": counted("storage", lambda p=path: base_files(FileIndex(plain, p, use_metadata=False))),
+                    "hudi": counted("hudi", lambda p=path: frozenset(
+                        name.rsplit("/", 1)[1] for name in hudi.read.format("hudi").load(p).inputFiles())),
                 }, args.repeat)
+                print(f"  requests to MinIO in one run: {requests}")
                 listed = medians["hudi"][1]
                 for label, (_, found) in medians.items():
                     assert found == listed, f"{label} lists other files than Hudi: {len(found)} vs {len(listed)}"

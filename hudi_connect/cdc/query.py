@@ -47,7 +47,13 @@ from hudi_connect.executor.cdc_events import SPLITS_DDL, change_events, event_sc
 from hudi_connect.executor.slices import SliceReadConfig
 from hudi_connect.format.commit_metadata import latest_schema_json
 from hudi_connect.format.expressions import Expression
-from hudi_connect.format.fs_view import FileSlice, file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.format.fs_view import (
+    FileSlice,
+    StoredFile,
+    file_slices_at,
+    replaced_file_groups,
+    valid_block_instants,
+)
 from hudi_connect.format.schema_evolution import check_promotable, schema_history_changes
 from hudi_connect.format.table_config import CdcLoggingMode
 from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_timeline_readable
@@ -110,8 +116,9 @@ class ChangeQuery:
                 self._reader.properties.raw.get("hoodie.table.partial.update.mode", ""),
                 where=f"the table at {self._base_path}", detail="snapshot, time travel and incremental reads work")
 
-    def _range(self, begin: Instant | str, end: Instant | str | None) -> tuple[list[Instant], list[Instant]]:
-        timeline = self._reader.view.timeline()
+    def _range(self, begin: Instant | str, end: Instant | str | None,
+               timeline: Timeline | None = None) -> tuple[list[Instant], list[Instant]]:
+        timeline = timeline or self._reader.view.timeline()
         in_range = timeline.commits_between(begin, end, by_completion=self._reader.view.properties.version >= 8)
         return list(timeline.write_commits()), in_range
 
@@ -144,11 +151,12 @@ class ChangeQuery:
         return schema
 
     def _plan(self, begin: Instant | str, end: Instant | str | None, predicates: Sequence[Expression]) -> _Plan:
-        commits, in_range = self._range(begin, end)
         view = self._reader.view
+        timeline = view.timeline()  # listed once: every step of the plan sees the same timeline
+        commits, in_range = self._range(begin, end, timeline)
         props = view.properties
         metadata = view.commit_metadata(commits)
-        check_timeline_readable(view.timeline(), metadata, where=f"the table at {self._base_path}")
+        check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
         schema_json = self._record_schema_json(commits)
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
         check_promotable(schema_history_changes(props, list(metadata.values()), arrow_schema),
@@ -169,13 +177,14 @@ class ChangeQuery:
         )
         if not splits:
             return _Plan([], [], config, spark_schema, events_schema, None)
-        timeline = view.timeline()
-        files = self._reader.list_files()
         slices_at: dict[str, dict[tuple[str, str], FileSlice]] = {}
+        listed: list[list[StoredFile]] = []  # the table's files, listed (a Spark job) only if a split needs slices
 
         def slices(as_of: str) -> dict[tuple[str, str], FileSlice]:
             if as_of not in slices_at:
-                found = file_slices_at(files, timeline, table_version=props.version,
+                if not listed:
+                    listed.append(self._reader.list_files())
+                found = file_slices_at(listed[0], timeline, table_version=props.version,
                                        replaced=replaced_file_groups(metadata, as_of), as_of=as_of)
                 slices_at[as_of] = {(s.partition, s.file_id): s for s in found}
             return slices_at[as_of]
