@@ -110,7 +110,7 @@ def random_history(rng: random.Random, spark: SparkSession, table: HudiTable, st
     return commits
 
 
-@pytest.mark.parametrize("seed", [11, 23])
+@pytest.mark.parametrize("seed", [11, pytest.param(23, marks=pytest.mark.full)])  # a second seed under --full
 @pytest.mark.parametrize("mode", ["OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_random_histories_equal_hudis_cdc_query(
