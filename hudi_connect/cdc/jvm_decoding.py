@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import weakref
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -189,9 +190,8 @@ def decoded_events(record_bytes: DataFrame, choice: DecodingChoice, image_type: 
     for number, schema in enumerate(choice.writer_schemas):
         written = image_fields(schema)
         assert isinstance(written, dict), "the choice admits only decodable schemas"
-        record = F.col("record")
         decoded = record_bytes.where(F.col("writer_schema") == number).select(
-            "ts_ms", "completion_time", from_avro(record, schema).alias("r"))
+            "ts_ms", "completion_time", from_avro(F.col("record"), schema).alias("r"))
         before, after = F.col("r.before"), F.col("r.after")
         parts.append(decoded.select(
             F.col("r.op").alias("op"), "ts_ms", "completion_time",
@@ -199,7 +199,4 @@ def decoded_events(record_bytes: DataFrame, choice: DecodingChoice, image_type: 
                        _record_key(before, key_fields, field_prefixed)).alias("record_key"),
             _aligned(before, written, image_type).alias("before"), _aligned(after, written, image_type).alias("after"),
             F.lit(True).alias("before_without_meta"), F.lit(True).alias("after_without_meta")))
-    events = parts[0]
-    for part in parts[1:]:
-        events = events.unionByName(part)
-    return events
+    return reduce(lambda a, b: a.unionByName(b), parts)

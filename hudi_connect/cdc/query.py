@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, reduce
 from typing import Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -237,11 +237,10 @@ class ChangeQuery:
         """Events with images as structs of the record schema (the second value)."""
         plan = self._plan(begin, end, predicates)
         parts = []
-        if plan.python_rows or not plan.record_rows:
+        if plan.python_rows:
             ship_package(self._spark)
             parts.append(self._split_rows(plan.python_rows).mapInArrow(partial(change_events, plan.config),
-                                                                        plan.events_schema)
-                         if plan.python_rows else self._spark.createDataFrame([], plan.events_schema))
+                                                                        plan.events_schema))
         if plan.record_rows:
             assert plan.choice is not None
             from pyspark.sql.pandas.types import from_arrow_schema
@@ -251,10 +250,9 @@ class ChangeQuery:
                 from_arrow_schema(RECORD_BYTES_SCHEMA))
             parts.append(decoded_events(record_bytes, plan.choice, plan.spark_schema,
                                         plan.config.record_key_fields, plan.config.field_prefixed_keys))
-        events = parts[0]
-        for part in parts[1:]:
-            events = events.unionByName(part)
-        return events, plan.spark_schema
+        if not parts:
+            return self._spark.createDataFrame([], plan.events_schema), plan.spark_schema
+        return reduce(lambda a, b: a.unionByName(b), parts), plan.spark_schema
 
     @over_connect("planning a change query")
     def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
