@@ -9,8 +9,9 @@ that many rows, then ``--commits`` commits each updating or (every third) deleti
 ``--changed`` of the rows. Then it times the readers materialising every change
 event of those commits (interleaved medians, after a warm-up), checks that they
 agree on the number of events of each kind, and prints the medians and the ratios
-per size. Where the plain server decodes ``.cdc`` records in the JVM (it has
-spark-avro), the Python decoder of the same records runs too, for information.
+per size. Where ``.cdc`` records hold whole events, the decoder ``auto`` did not
+choose (the JVM's, the plain server has spark-avro, or Python's) runs too, for
+information.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, interleaved, sizes
+from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, hudi_cdc, interleaved, sizes
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.table.hudi_table import HudiTable
@@ -83,12 +84,13 @@ def main() -> None:
                 query = ChangeQuery(plain, path)
                 decoding = query.explain(first).splitlines()[-1]
                 actions: dict[str, Callable[[], Counter[str]]] = {
-                    "hudi": lambda t=table, f=first: materialise(t.hudi_cdc(f)),
+                    "hudi": lambda p=path, f=first: materialise(hudi_cdc(hudi, p, str(f.completion_time))),
                     "ours": lambda q=query, f=first: materialise(q.changes(f)),
                 }
-                if "decoded in the JVM" in decoding:  # the Python decoder of the same records, for information
-                    in_python = ChangeQuery(plain, path, avro_decoding="python")
-                    actions["ours_python"] = lambda q=in_python, f=first: materialise(q.changes(f))
+                if "DATA_BEFORE_AFTER" in decoding:  # the other decoder of the same records, for information
+                    other = "python" if "decoded in the JVM" in decoding else "jvm"
+                    forced = ChangeQuery(plain, path, avro_decoding=other)
+                    actions[f"ours_{other}"] = lambda q=forced, f=first: materialise(q.changes(f))
                     print(f"  {decoding}")
                 medians = interleaved(actions, args.repeat)
                 hudi_time, hudi_events = medians["hudi"]

@@ -24,6 +24,7 @@ class LatencyProxy:
         self.delay = delay
         self.port = 0
         self.requests = 0
+        self.request_lines: list[str] | None = None  # a list to record each request's first line in
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="latency-proxy", daemon=True)
@@ -57,6 +58,8 @@ class LatencyProxy:
                 if answered[0]:
                     answered[0] = False
                     self.requests += 1
+                    if self.request_lines is not None:
+                        self.request_lines.append(data.split(b"\r\n", 1)[0].decode("latin-1"))
                     if self.delay:
                         await asyncio.sleep(self.delay)
                 upstream_writer.write(data)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from side_by_side import SCHEMA, generated_rows, sizes
+from side_by_side import SCHEMA, generated_rows, hudi_cdc, sizes
 
 from hudi_connect.client.server import connect
 from hudi_connect.client.timeline_view import load_properties
@@ -172,7 +172,7 @@ def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_
 
     def hand_changes(topic: str) -> Callable[[], int]:  # a user's incremental job: Hudi's CDC query
         def job() -> int:
-            changes = table.hudi_cdc(commits[0])
+            changes = hudi_cdc(hudi, path, str(commits[0].completion_time))
             key = F.coalesce(F.get_json_object("after", "$.id"), F.get_json_object("before", "$.id"))
             kafka_write(changes.select(key.cast("binary").alias("key"),
                                        F.to_json(F.struct("op", "ts_ms", "before", "after")).alias("value")),

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from hudi_connect.client.server import connect
 from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.stack.spark_connect import start_spark_connect
+from hudi_connect.table.options import incremental_options
 
 T = TypeVar("T")
 SCHEMA = "id long, name string, amount double, category string, ts long"
@@ -48,6 +49,11 @@ def generated_rows(spark: SparkSession, rows: int) -> DataFrame:
         F.col("id"), F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
         (F.col("id") * 1.5).alias("amount"), (F.col("id") % 4).cast("string").alias("category"),
         F.lit(1).cast("long").alias("ts"))
+
+
+def hudi_cdc(hudi: SparkSession, path: str, begin_completion_time: str) -> DataFrame:
+    """Hudi's CDC query as a user writes it on the Hudi server: options and ``load``, nothing listed first."""
+    return hudi.read.format("hudi").options(**incremental_options(begin_completion_time, cdc=True)).load(path)
 
 
 def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int) -> dict[str, tuple[float, T]]:

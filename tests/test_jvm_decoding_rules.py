@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from hudi_connect.cdc.jvm_decoding import image_fields, unsupported_writer_schema
+from hudi_connect.cdc.jvm_decoding import (
+    JVM_DECODING_MIN_BYTES,
+    image_fields,
+    too_small_for_jvm,
+    unsupported_writer_schema,
+)
 
 
 def cdc_schema(fields: list[dict[str, Any]], *, by_name: bool = True) -> str:
@@ -78,3 +83,11 @@ def test_records_that_are_not_whole_events_are_named() -> None:
         {"name": "op", "type": "string"}, {"name": "record_key", "type": "string"},
         {"name": "before", "type": ["null", {"type": "record", "name": "r", "fields": FIELDS}]}]})
     assert image_fields(before_only) == "the .cdc records are not DATA_BEFORE_AFTER records (op, before, after)"
+
+
+def test_auto_decodes_few_cdc_bytes_in_python_and_says_how_few() -> None:
+    reason = too_small_for_jvm(9 << 20)
+    assert reason is not None and "(9.0 MiB, under 16 MiB)" in reason and "schema job" in reason
+    assert too_small_for_jvm(JVM_DECODING_MIN_BYTES - 1) is not None
+    assert too_small_for_jvm(JVM_DECODING_MIN_BYTES) is None
+    assert too_small_for_jvm(90 << 20) is None

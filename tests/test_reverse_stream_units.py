@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from pathlib import Path
@@ -360,6 +361,24 @@ def test_list(tmp_path: Path) -> None:
     assert listing.ok
     assert listing.names == ("_SUCCESS", "a.json", "b.json", "c_dir/")
     assert _execute(StorageOp("list", str(tmp_path / "absent"))) == StorageResult(True, names=())
+
+
+def test_timeline_op_lists_and_reads_the_completed_write_commits_not_known_yet(tmp_path: Path) -> None:
+    files = {
+        "20261124100000000_20261124100001000.commit": b"first", "20261124100002000_20261124100003000.deltacommit":
+        b"\x00binary\xff", "20261124100004000_20261124100005000.replacecommit": b"replace",
+        "20261124100006000.commit.requested": b"", "20261124100006000.inflight": b"", "20261124100009000.commit": b"",
+        "20261124100007000_20261124100008000.clean": b"clean plan", "hoodie.properties": b"p",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    known = ["20261124100000000_20261124100001000.commit"]
+    result = _execute(StorageOp("timeline", str(tmp_path), json.dumps(known)))
+    assert result.files == _execute(StorageOp("list", str(tmp_path))).files  # all of them, empty ones too
+    read = {name: base64.b64decode(content) for name, content in result.contents}
+    assert read == {"20261124100002000_20261124100003000.deltacommit": b"\x00binary\xff",
+                    "20261124100004000_20261124100005000.replacecommit": b"replace"}
+    assert _execute(StorageOp("timeline", str(tmp_path / "absent"))) == StorageResult(True, names=())
 
 
 def test_delete(tmp_path: Path) -> None:

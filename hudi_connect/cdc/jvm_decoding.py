@@ -15,6 +15,10 @@ or double, float to double), and record keys of strings or integers, which
 both render as text the same way. Anything else (logical types, decimals,
 nested types) is decoded in Python, and ``ChangeQuery.explain`` says which
 path a query takes and why.
+
+The JVM path costs a fixed extra job (collecting the writer schemas), so with
+``avro_decoding="auto"`` it is taken only for enough ``.cdc`` bytes
+(:data:`JVM_DECODING_MIN_BYTES`) that decoding in Python would cost more.
 """
 
 from __future__ import annotations
@@ -48,6 +52,11 @@ AVRO_PRIMITIVES: dict[str, DataType] = {
 # (written, read) pairs Spark's cast and Arrow's promotion turn into the same values
 WIDENINGS = {("int", LongType()), ("int", DoubleType()), ("float", DoubleType())}
 KEY_TYPES = ("string", "int", "long")
+# Below this many bytes of DATA_BEFORE_AFTER .cdc files, decoding them in Python workers costs less than the
+# JVM path's extra job. Measured on 2 cores (benchmarks/cdc_query.py): Python was faster by 0.30 s at 3.6 MiB
+# of .cdc files and by 0.09 s at 11 MiB, the JVM by 0.57 s at 36 MiB; the lines cross near 14 MiB. (More
+# cores decode more in parallel in Python, and the crossing moves up: this errs towards the JVM.)
+JVM_DECODING_MIN_BYTES = 16 << 20
 
 _availability: weakref.WeakKeyDictionary[SparkSession, bool] = weakref.WeakKeyDictionary()
 
@@ -63,6 +72,16 @@ class DecodingChoice:
     def describe(self) -> str:
         where = "in the JVM (spark-avro's from_avro)" if self.decoder == "jvm" else "in Python workers"
         return f".cdc records (DATA_BEFORE_AFTER) decoded {where}: {self.reason}"
+
+
+def too_small_for_jvm(cdc_bytes: int) -> str | None:
+    """Why ``auto`` decodes ``cdc_bytes`` of DATA_BEFORE_AFTER .cdc files in Python although the JVM could;
+    None when there are enough for the JVM path to pay."""
+    if cdc_bytes >= JVM_DECODING_MIN_BYTES:
+        return None
+    return (f"the .cdc files are small ({cdc_bytes / (1 << 20):.1f} MiB, under "
+            f"{JVM_DECODING_MIN_BYTES >> 20} MiB): decoding them in Python costs less than the JVM path's "
+            "schema job")
 
 
 def has_spark_avro(spark: SparkSession) -> bool:

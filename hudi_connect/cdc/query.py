@@ -11,7 +11,7 @@ range follows Hudi 1.x: commits whose completion time lies in (begin, end]
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Literal
@@ -26,10 +26,12 @@ from hudi_connect.cdc.jvm_decoding import (
     DecodingChoice,
     decoded_events,
     has_spark_avro,
+    too_small_for_jvm,
     unsupported_writer_schema,
 )
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
+from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import (
     HudiConnectError,
     InvalidInstantError,
@@ -45,7 +47,7 @@ from hudi_connect.executor.cdc_as_is import (
 )
 from hudi_connect.executor.cdc_events import SPLITS_DDL, change_events, event_schema
 from hudi_connect.executor.slices import SliceReadConfig
-from hudi_connect.format.commit_metadata import latest_schema_json
+from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import (
     FileSlice,
@@ -98,16 +100,18 @@ class ChangeQuery:
     """The change stream of one table, computed from its timeline and files."""
 
     @over_connect("opening a table for a change query")
-    def __init__(self, spark: SparkSession, base_path: str, *, avro_decoding: AvroDecoding = "auto") -> None:
+    def __init__(self, spark: SparkSession, base_path: str, *, avro_decoding: AvroDecoding = "auto",
+                 view: TimelineView | None = None) -> None:
         """``avro_decoding`` decides who decodes DATA_BEFORE_AFTER ``.cdc`` records: ``auto`` the JVM where
         the server has spark-avro and the images allow it (:mod:`hudi_connect.cdc.jvm_decoding`), else
-        Python; ``jvm`` or ``python`` insist (``jvm`` fails with the reason where it cannot)."""
+        Python; ``jvm`` or ``python`` insist (``jvm`` fails with the reason where it cannot). ``view``: the
+        table's timeline as its caller reads it already (else opened here)."""
         if avro_decoding not in ("auto", "jvm", "python"):
             raise ValueError(f"avro_decoding must be 'auto', 'jvm' or 'python', not {avro_decoding!r}")
         self._spark = ensure_bounded(spark)
         self._avro_decoding = avro_decoding
         self._base_path = base_path.rstrip("/")
-        self._reader = TableReader(spark, self._base_path)
+        self._reader = TableReader(spark, self._base_path, view)
         if self._reader.index.partial_updates:
             # Hudi's CDC reports an update for a late record that changed nothing; which events a partial
             # update produces is not settled enough to reproduce, so none are guessed.
@@ -152,7 +156,7 @@ class ChangeQuery:
 
     def _plan(self, begin: Instant | str, end: Instant | str | None, predicates: Sequence[Expression]) -> _Plan:
         view = self._reader.view
-        timeline = view.timeline()  # listed once: every step of the plan sees the same timeline
+        timeline = view.timeline(with_metadata=True)  # listed once: every step of the plan sees the same timeline
         commits, in_range = self._range(begin, end, timeline)
         props = view.properties
         metadata = view.commit_metadata(commits)
@@ -193,7 +197,8 @@ class ChangeQuery:
         whole_events = [split.case is CdcInferenceCase.AS_IS and props.cdc_logging_mode is
                         CdcLoggingMode.DATA_BEFORE_AFTER for split in splits]
         record_rows = [row for row, whole in zip(rows, whole_events, strict=True) if whole]
-        choice = self._decoding(record_rows, config, spark_schema) if record_rows else None
+        cdc_bytes = _cdc_bytes([s for s, whole in zip(splits, whole_events, strict=True) if whole], metadata)
+        choice = self._decoding(record_rows, config, spark_schema, cdc_bytes) if record_rows else None
         if choice is None or choice.decoder == "python":
             return _Plan(rows, [], config, spark_schema, events_schema, choice)
         python_rows = [row for row, whole in zip(rows, whole_events, strict=True) if not whole]
@@ -207,9 +212,10 @@ class ChangeQuery:
         return self._spark.createDataFrame(rows, SPLITS_DDL)
 
     def _decoding(self, record_rows: list[tuple[object, ...]], config: SliceReadConfig,
-                  image_type: StructType) -> DecodingChoice:
-        """Who decodes the DATA_BEFORE_AFTER .cdc records of ``record_rows``: the JVM when it can give
-        exactly the Python path's values, as ``avro_decoding`` allows."""
+                  image_type: StructType, cdc_bytes: int) -> DecodingChoice:
+        """Who decodes the DATA_BEFORE_AFTER .cdc records of ``record_rows`` (``cdc_bytes`` of .cdc files):
+        the JVM when it can give exactly the Python path's values and, under ``auto``, has enough to decode
+        to pay for its schema job; as ``avro_decoding`` allows."""
         if self._avro_decoding == "python":
             return DecodingChoice("python", "avro_decoding='python' asks for it")
         if not has_spark_avro(self._spark):
@@ -218,6 +224,9 @@ class ChangeQuery:
                     "avro_decoding='jvm' needs Spark's Avro module on the server (spark-avro, e.g. "
                     "org.apache.spark:spark-avro_2.12 for Spark 3.5), and this server has none")
             return DecodingChoice("python", "the server has no spark-avro")
+        small = too_small_for_jvm(cdc_bytes) if self._avro_decoding == "auto" else None
+        if small is not None:
+            return DecodingChoice("python", small)
         ship_package(self._spark)
         found = self._split_rows(record_rows).mapInArrow(partial(cdc_writer_schemas, config), WRITER_SCHEMAS_DDL)
         schemas = tuple(sorted({row.writer_schema for row in found.collect()}))
@@ -289,6 +298,13 @@ class ChangeQuery:
                 instant_millis(F.col("completion_time")).alias("ts_ms"),
             )
         raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed' or 'debezium'")
+
+
+def _cdc_bytes(splits: Sequence[CdcSplit], metadata: Mapping[Instant, CommitMetadata]) -> int:
+    """Bytes of the .cdc files the splits read, as their commits recorded them."""
+    wanted = {(s.instant, s.partition, s.file_id) for s in splits}
+    return sum(size for instant in {s.instant for s in splits} for stat in metadata[instant].write_stats
+               if (instant, stat.partition_path, stat.file_id) in wanted for size in stat.cdc_stats.values())
 
 
 def _image_json(side: str, schema: StructType) -> Column:

@@ -25,6 +25,7 @@ WORKER_MODULES = ("errors.py",)
 WORKER_INIT = b'"""hudi-connect\'s worker artifact: the Hudi format and the executor functions only."""\n'
 
 _shipped: weakref.WeakKeyDictionary[SparkSession, str] = weakref.WeakKeyDictionary()
+_zip_by_stamp: dict[tuple[tuple[str, int, int], ...], Path] = {}
 
 
 def worker_sources() -> list[tuple[str, bytes]]:
@@ -38,7 +39,26 @@ def worker_sources() -> list[tuple[str, bytes]]:
 
 
 def package_zip() -> Path:
-    """A zip of the package's modules, cached in the temp directory under its content hash."""
+    """A zip of the package's modules, cached in the temp directory under its content hash, and in the
+    process while no source changed (building it costs some 10 ms, and every plan asks for it)."""
+    stamp = _sources_stamp()
+    cached = _zip_by_stamp.get(stamp)
+    if cached is not None and cached.exists():
+        return cached
+    _zip_by_stamp.clear()
+    _zip_by_stamp[stamp] = target = _build_zip()
+    return target
+
+
+def _sources_stamp() -> tuple[tuple[str, int, int], ...]:
+    """Path, size and modification time of every source the zip holds: a changed file changes it."""
+    paths = [p for package in WORKER_PACKAGES for p in (PACKAGE_ROOT / package).rglob("*.py")]
+    paths += [PACKAGE_ROOT / name for name in WORKER_MODULES]
+    stats = ((str(p), p.stat()) for p in paths)
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats))
+
+
+def _build_zip() -> Path:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, content in worker_sources():

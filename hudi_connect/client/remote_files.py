@@ -54,8 +54,12 @@ def list_files(spark: SparkSession, pattern: str) -> list[RemoteFile]:
 
 def list_directory(spark: SparkSession, directory: str) -> list[RemoteFile]:
     """Every file directly under ``directory``, empty and hidden ones too; [] if it does not exist."""
+    return listed_files(directory, run_storage_ops(spark, [StorageOp("list", directory.rstrip("/"))])[0])
+
+
+def listed_files(directory: str, listed: StorageResult) -> list[RemoteFile]:
+    """The files of a ``list`` op's result (for callers batching it with other ops in one task)."""
     directory = directory.rstrip("/")
-    listed = run_storage_ops(spark, [StorageOp("list", directory)])[0]
     # whole seconds, as binaryFile reports them: completion times derived from them (tables before version 8)
     # stay the same whichever way a file was listed
     return [RemoteFile(f"{directory}/{name}", name, size, mtime // 1000 * 1000) for name, size, mtime in listed.files]
@@ -98,5 +102,5 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[Stora
     request = json.dumps([asdict(op) for op in ops])
     rows = spark.createDataFrame([(request,)], OPS_DDL).mapInArrow(execute_ops, "result string").collect()
     decoded = json.loads(rows[0].result)
-    return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]))
-            for r in decoded]
+    return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]),
+                          tuple(tuple(c) for c in r["contents"])) for r in decoded]

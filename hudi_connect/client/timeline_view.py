@@ -8,14 +8,18 @@ read only once per view.
 
 from __future__ import annotations
 
+import base64
 import fnmatch
+import json
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
 from hudi_connect.client import remote_files
+from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import over_connect
 from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
+from hudi_connect.executor.object_store import StorageOp, StorageResult
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
 from hudi_connect.format.history import HistoryEntry, history_entries
 from hudi_connect.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
@@ -26,7 +30,10 @@ from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantSt
 def load_properties(spark: SparkSession, path: str) -> TableProperties:
     """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
     base = path.rstrip("/")
-    content = remote_files.read_file(spark, f"{base}/.hoodie/hoodie.properties")
+    # read on an executor (one GET), not by binaryFile: Spark's file index asks an object store half a dozen
+    # times about one file before reading it
+    found = run_storage_ops(spark, [StorageOp("get", f"{base}/.hoodie/hoodie.properties")])[0]
+    content = found.text.encode("utf-8") if found.ok else None
     if content is None:
         if not remote_files.path_exists(spark, base):
             raise TableNotFoundError(f"no table at {path}: the path does not exist")
@@ -43,6 +50,7 @@ class TimelineView:
         self._base_path = base_path.rstrip("/")
         self.properties = properties
         self._metadata_cache: dict[str, CommitMetadata] = {}
+        self._pinned: Timeline | None = None
 
     @classmethod
     def open(cls, spark: SparkSession, base_path: str) -> TimelineView:
@@ -53,9 +61,38 @@ class TimelineView:
         directory = f"{self._base_path}/.hoodie"
         return f"{directory}/{self.properties.timeline_dir}" if self.properties.timeline_dir else directory
 
-    def timeline(self) -> Timeline:
-        """The active timeline, listed afresh, as Hudi sees it (without reverse-stream checkpoints)."""
-        return Timeline.from_files(p for p in self._instant_files() if p.action is not Action.REVERSE_COMMIT)
+    def timeline(self, *, with_metadata: bool = False) -> Timeline:
+        """The active timeline, listed afresh (unless pinned), as Hudi sees it (without reverse-stream
+        checkpoints). ``with_metadata``: in the same task, read the commit metadata of its completed write
+        commits this view has not read yet (for callers about to ask :meth:`commit_metadata` for them)."""
+        if self._pinned is not None:
+            return self._pinned
+        return self.timeline_of(run_storage_ops(self._spark, [self.listing_op(with_metadata=with_metadata)])[0])
+
+    def listing_op(self, *, with_metadata: bool = False) -> StorageOp:
+        """The storage op listing the timeline (see :meth:`timeline`), for a caller running it with other
+        ops in one task; :meth:`timeline_of` reads its result."""
+        if not with_metadata:
+            return StorageOp("list", self.timeline_directory)
+        known = sorted(path.rsplit("/", 1)[-1] for path in self._metadata_cache)
+        return StorageOp("timeline", self.timeline_directory, json.dumps(known))
+
+    def timeline_of(self, listed: StorageResult) -> Timeline:
+        """The timeline of a :meth:`listing_op`'s result (its commit metadata cached)."""
+        for name, content in listed.contents:
+            path = f"{self.timeline_directory}/{name}"
+            self._metadata_cache[path] = decode_commit_metadata(base64.b64decode(content), name=path)
+        files = remote_files.listed_files(self.timeline_directory, listed)
+        return Timeline.from_files(p for p in _instant_files(files) if p.action is not Action.REVERSE_COMMIT)
+
+    def pinned(self, timeline: Timeline) -> TimelineView:
+        """This view, answering ``timeline`` instead of listing: for a read planned on a timeline its caller
+        listed already (a reverse-stream batch), so the two agree and nothing is listed twice. Commit
+        metadata is cached for both."""
+        view = TimelineView(self._spark, self._base_path, self.properties)
+        view._metadata_cache = self._metadata_cache
+        view._pinned = timeline
+        return view
 
     def reverse_commits(self) -> dict[Instant, str]:
         """RFC-70 checkpoint instants (completed ``reversecommit`` files) and their paths."""
@@ -65,10 +102,7 @@ class TimelineView:
 
     def _instant_files(self, pattern: str = "*") -> list[InstantFile]:
         # listed on an executor: a requested instant's file is empty, and Spark's sources skip empty files
-        files = remote_files.list_directory(self._spark, self.timeline_directory)
-        parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files
-                  if fnmatch.fnmatchcase(f.name, f"[0-9]{pattern}"))
-        return [p for p in parsed if p is not None]
+        return _instant_files(remote_files.list_directory(self._spark, self.timeline_directory), pattern)
 
     def instant_file(self, instant: Instant) -> str:
         action = instant.action.value
@@ -107,3 +141,9 @@ class TimelineView:
     def find_latest_completed_action_at(self, time: str) -> Instant | None:
         """The last completed instant requested at or before ``time`` (RFC-64)."""
         return self.timeline().latest_completed_at(time)
+
+
+def _instant_files(files: list[remote_files.RemoteFile], pattern: str = "*") -> list[InstantFile]:
+    parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files
+              if fnmatch.fnmatchcase(f.name, f"[0-9]{pattern}"))
+    return [p for p in parsed if p is not None]

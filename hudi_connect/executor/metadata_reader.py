@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 
 from hudi_connect.executor.listing import MATCH_SCHEMA, PartitionFilter, list_storage
 from hudi_connect.executor.slices import listing_batch
-from hudi_connect.executor.storage import filesystem_for, join, read_bytes
+from hudi_connect.executor.storage import filesystem_for, join, read_many
 from hudi_connect.format.expressions import ColumnRange, Expression, stats_may_match
 from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at
 from hudi_connect.format.log.format import LogBlock, read_log_blocks
@@ -119,13 +119,18 @@ def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozense
                   keys: Sequence[str] | None = None) -> list[MetadataEntry]:
     """A metadata file slice's records in merge order: base file, then valid log blocks."""
     entries: list[MetadataEntry] = []
+    names = [f.name for f in file_slice.log_files]
     if file_slice.base_file is not None:
-        uri = join(source.metadata_uri, file_slice.partition, file_slice.base_file.name)
-        entries.extend(hfile_records(read_bytes(uri), instant_time=file_slice.base_instant, keys=keys, source=uri))
+        names.insert(0, file_slice.base_file.name)
+    uris = [join(source.metadata_uri, file_slice.partition, name) for name in names]
+    contents = read_many(uris)  # every file of the slice is decoded and held below anyway
+    logs_from = 0
+    if file_slice.base_file is not None:
+        entries.extend(hfile_records(contents[0], instant_time=file_slice.base_instant, keys=keys, source=uris[0]))
+        logs_from = 1
     blocks: list[LogBlock] = []
-    for log in file_slice.log_files:
-        uri = join(source.metadata_uri, file_slice.partition, log.name)
-        blocks.extend(read_log_blocks(read_bytes(uri), source=uri))
+    for uri, content in zip(uris[logs_from:], contents[logs_from:], strict=True):
+        blocks.extend(read_log_blocks(content, source=uri))
     entries.extend(e for e in log_entries(blocks, keys) if e.instant_time in valid)
     return entries
 

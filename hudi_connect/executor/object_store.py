@@ -12,10 +12,13 @@ conditional ``PutObject`` (``If-None-Match: *``) remotely.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import os
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -24,8 +27,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hudi_connect.executor.storage import filesystem_for
+from hudi_connect.format.timeline import WRITE_ACTIONS, InstantState, parse_instant_file_name
 
-OpKind = Literal["create", "put", "get", "list", "last", "delete", "copy"]
+OpKind = Literal["create", "put", "get", "list", "last", "timeline", "delete", "copy"]
+# concurrent reads of a ``timeline`` op: over an object store each is a round trip or two
+READ_THREADS = 16
 OPS_DDL = "op string"
 
 
@@ -33,8 +39,11 @@ OPS_DDL = "op string"
 class StorageOp:
     """``create``: write ``text`` unless ``uri`` exists; ``put``: replace it; ``get``: read it;
     ``list``: names under directory ``uri``; ``last``: those names and the content of the last file;
-    ``delete``: remove files or directories (recursively); ``copy``: replace the file named by ``text``
-    with a copy of ``uri``, in one visible step. Ops after a ``create`` that found its file are skipped."""
+    ``timeline``: what ``list`` gives, and the content of each completed write instant's file in directory
+    ``uri`` (a timeline) but those named in ``text`` (a JSON list: the ones the client read before), read
+    concurrently; ``delete``: remove files or directories (recursively); ``copy``: replace the file named by
+    ``text`` with a copy of ``uri``, in one visible step. Ops after a ``create`` that found its file are
+    skipped."""
 
     kind: OpKind
     uri: str
@@ -47,6 +56,7 @@ class StorageResult:
     text: str = ""  # get: the content
     names: tuple[str, ...] = ()  # list: entry names (directories end with '/')
     files: tuple[tuple[str, int, int], ...] = ()  # list: (name, size, modification ms) of each file, empty ones too
+    contents: tuple[tuple[str, str], ...] = ()  # timeline: (name, base64 of the content) of each file read
 
 
 def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -89,6 +99,12 @@ def _execute(op: StorageOp) -> StorageResult:
         files = sorted((i.base_name, i.size or 0, int(i.mtime.timestamp() * 1000) if i.mtime else 0)
                        for i in infos if i.type is pafs.FileType.File)
         return StorageResult(True, names=tuple(names), files=tuple(files))
+    if op.kind == "timeline":
+        listed = _execute(StorageOp("list", op.uri))
+        known = set(json.loads(op.text or "[]"))
+        # empty files are not read: Spark's sources skipped them when it read commit metadata before
+        wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
+        return dataclasses.replace(listed, contents=tuple(_read_all(filesystem, path, wanted)))
     if op.kind == "delete":
         info = filesystem.get_file_info(path)
         if info.type is pafs.FileType.Directory:
@@ -106,6 +122,22 @@ def _execute(op: StorageOp) -> StorageResult:
             filesystem.copy_file(path, target)
         return StorageResult(True)
     raise ValueError(f"unknown storage op {op.kind!r}")
+
+
+def _completed_write(name: str) -> bool:
+    instant = parse_instant_file_name(name)
+    return instant is not None and instant.state is InstantState.COMPLETED and instant.action in WRITE_ACTIONS
+
+
+def _read_all(filesystem: pafs.FileSystem, directory: str, names: list[str]) -> list[tuple[str, str]]:
+    """(name, base64 content) of each file, read concurrently (pyarrow releases the GIL)."""
+    def read(name: str) -> tuple[str, str]:
+        with filesystem.open_input_stream(f"{directory}/{name}") as stream:
+            return name, base64.b64encode(bytes(stream.read())).decode("ascii")
+    if not names:
+        return []
+    with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(names))) as pool:
+        return list(pool.map(read, names))
 
 
 def _aside(path: str) -> str:

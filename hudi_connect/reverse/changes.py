@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from hudi_connect.cdc.query import ChangeQuery, delete_first
+from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.table_schema import META_COLUMNS
 from hudi_connect.format.timeline import Instant
@@ -52,9 +53,10 @@ def record_key_column(properties: TableProperties, columns: list[str]) -> Column
     return F.concat_ws(",", *(F.concat(F.lit(f"{f}:"), F.col(f).cast("string")) for f in fields))
 
 
-def full_batch(spark: SparkSession, base_path: str, properties: TableProperties, end: Instant) -> DataFrame:
-    """Every record of the table as of ``end``, as 'r' events."""
-    snapshot = TableReader(spark, base_path).as_of(end)
+def full_batch(spark: SparkSession, base_path: str, properties: TableProperties, end: Instant,
+               view: TimelineView | None = None) -> DataFrame:
+    """Every record of the table as of ``end``, as 'r' events (``view``: the timeline the caller read)."""
+    snapshot = TableReader(spark, base_path, view).as_of(end)
     data = [f.name for f in snapshot.schema.fields if f.name not in META_COLUMNS]
     after = F.struct(*(F.col(c) for c in data))
     return snapshot.select(
@@ -65,9 +67,11 @@ def full_batch(spark: SparkSession, base_path: str, properties: TableProperties,
     )
 
 
-def change_batch(spark: SparkSession, base_path: str, begin: str, end: Instant, mode: StreamMode) -> DataFrame:
-    """The changes of commits in (begin, end] (completion times on version 8+ tables, as Hudi's CDC)."""
-    typed = ChangeQuery(spark, base_path).changes(begin, _range_time(end), format="typed")
+def change_batch(spark: SparkSession, base_path: str, begin: str, end: Instant, mode: StreamMode,
+                 view: TimelineView | None = None) -> DataFrame:
+    """The changes of commits in (begin, end] (completion times on version 8+ tables, as Hudi's CDC;
+    ``view``: the timeline the caller read)."""
+    typed = ChangeQuery(spark, base_path, view=view).changes(begin, _range_time(end), format="typed")
     image_schema = typed.schema["after"].dataType
     assert isinstance(image_schema, StructType)
     events = typed.select(

@@ -24,7 +24,7 @@ from hudi_connect.client import remote_files
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import CheckpointConflictError, HudiConnectError
-from hudi_connect.executor.object_store import StorageOp
+from hudi_connect.executor.object_store import StorageOp, StorageResult
 from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.timeline import Action, Instant, InstantState, instant_time_of
 
@@ -100,7 +100,14 @@ class CheckpointStore:
 
     def latest(self, stream: str) -> Checkpoint:
         """The stream's newest checkpoint (sequence 0 when it never ran)."""
-        last = run_storage_ops(self._spark, [StorageOp("last", self._claims(stream))])[0]
+        return self.checkpoint_of(stream, run_storage_ops(self._spark, [self.latest_op(stream)])[0])
+
+    def latest_op(self, stream: str) -> StorageOp:
+        """The storage op reading the stream's newest claim, for a caller running it with other ops."""
+        return StorageOp("last", self._claims(stream))
+
+    def checkpoint_of(self, stream: str, last: StorageResult) -> Checkpoint:
+        """The checkpoint :meth:`latest_op` found."""
         if not last.text:
             return origin(stream)
         return Checkpoint.from_json(last.text, where=f"the last checkpoint claim under {self._claims(stream)}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
@@ -135,9 +136,13 @@ class ReverseStream:
 
         A lost server fails the batch with ServerUnavailableError: the checkpoint stays, as for any failure."""
         started = time.monotonic()
-        current = self.checkpoint()
+        # the checkpoint and the timeline in one task: each Spark job costs a tenth of a second or more
+        last, listing = run_storage_ops(self._spark, [self.checkpoints.latest_op(self.name),
+                                                      self._view.listing_op(with_metadata=True)])
+        current = self.checkpoints.checkpoint_of(self.name, last)
+        timeline = self._view.timeline_of(listing)
         position = current.position
-        pending = unsent_commits(self._view.timeline(), position, by_completion=self._properties.version >= 8)
+        pending = unsent_commits(timeline, position, by_completion=self._properties.version >= 8)
         if until is not None:
             pending = [c for c in pending if (c.completion_time or "") <= (until.completion_time or "")]
         if not pending:
@@ -149,8 +154,10 @@ class ReverseStream:
         context = BatchContext(self.name, current.sequence + 1, self._properties.name, self._base_path,
                                self._properties.record_key_fields, begin, end.requested_time,
                                end.completion_time or end.requested_time, begin is None or self.mode == "latest")
-        batch = (full_batch(self._spark, self._base_path, self._properties, end) if begin is None
-                 else change_batch(self._spark, self._base_path, begin, end, self.mode))
+        # the batch is planned on the timeline listed above, with the commit metadata this stream has read
+        view = self._view.pinned(timeline)
+        batch = (full_batch(self._spark, self._base_path, self._properties, end, view) if begin is None
+                 else change_batch(self._spark, self._base_path, begin, end, self.mode, view))
         records = self._send(batch, context)
         pause = float(os.environ.get(PAUSE_BEFORE_CHECKPOINT_ENV, "0") or 0)
         if pause:

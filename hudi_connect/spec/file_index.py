@@ -127,7 +127,7 @@ class FileIndex:
 
     @over_connect("reading the table's state")
     def state(self) -> TableState:
-        timeline = self.view.timeline()
+        timeline = self.view.timeline(with_metadata=True)
         commits = list(timeline.write_commits())
         metadata = self.view.commit_metadata(commits)
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
