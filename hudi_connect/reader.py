@@ -1,6 +1,6 @@
 """Reading Hudi tables on any Spark Connect server, without Hudi's jars.
 
-The timeline comes through ``binaryFile``, the file listing and the merge of
+The timeline comes from an executor task, the file listing and the merge of
 log files through ``mapInArrow`` on the executors (our code shipped as a
 session artifact), and base files without log files through Spark's own
 vectorised Parquet reader. Reads follow Hudi's semantics: snapshot, time

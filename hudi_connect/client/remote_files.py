@@ -1,10 +1,12 @@
 """Reading files of a table through the Spark Connect server.
 
-The client has no storage credentials: listings and small files (the
-timeline, ``hoodie.properties``) come back through Spark's ``binaryFile``
-source. Spark's file sources skip names that start with ``.`` or ``_``, and
-empty files (SPARK-26161): a requested instant and a heartbeat are empty, so
-:func:`list_directory` lists on an executor instead.
+The client has no storage credentials: listings and small files come back
+through Spark's ``binaryFile`` source or from an executor task
+(:func:`run_storage_ops`). Spark's file sources skip names that start with ``.``
+or ``_``, and empty files (SPARK-26161): a requested instant and a heartbeat are
+empty, so :func:`list_directory` lists on an executor instead. The timeline and
+its commit files come from one such task (``TimelineView``): Spark's file index
+asks an object store several times about each file before reading it.
 """
 
 from __future__ import annotations

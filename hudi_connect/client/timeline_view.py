@@ -30,10 +30,9 @@ from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantSt
 def load_properties(spark: SparkSession, path: str) -> TableProperties:
     """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
     base = path.rstrip("/")
-    # read on an executor (one GET), not by binaryFile: Spark's file index asks an object store half a dozen
-    # times about one file before reading it
-    found = run_storage_ops(spark, [StorageOp("get", f"{base}/.hoodie/hoodie.properties")])[0]
-    content = found.text.encode("utf-8") if found.ok else None
+    # by binaryFile, not an executor task (fewer requests to an object store): a session's first call must be
+    # one pyspark retries, and shipping our code to the executors (addArtifacts) is not
+    content = remote_files.read_file(spark, f"{base}/.hoodie/hoodie.properties")
     if content is None:
         if not remote_files.path_exists(spark, base):
             raise TableNotFoundError(f"no table at {path}: the path does not exist")
