@@ -18,7 +18,6 @@ import json
 import os
 import uuid
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -26,12 +25,10 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import filesystem_for
+from hudi_connect.executor.storage import filesystem_for, join, read_many
 from hudi_connect.format.timeline import WRITE_ACTIONS, InstantState, parse_instant_file_name
 
 OpKind = Literal["create", "put", "get", "list", "last", "timeline", "delete", "copy"]
-# concurrent reads of a ``timeline`` op: over an object store each is a round trip or two
-READ_THREADS = 16
 OPS_DDL = "op string"
 
 
@@ -104,7 +101,7 @@ def _execute(op: StorageOp) -> StorageResult:
         known = set(json.loads(op.text or "[]"))
         # empty files are not read: Spark's sources skipped them when it read commit metadata before
         wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
-        return dataclasses.replace(listed, contents=tuple(_read_all(filesystem, path, wanted)))
+        return dataclasses.replace(listed, contents=tuple(_read_all(op.uri, wanted)))
     if op.kind == "delete":
         info = filesystem.get_file_info(path)
         if info.type is pafs.FileType.Directory:
@@ -129,15 +126,10 @@ def _completed_write(name: str) -> bool:
     return instant is not None and instant.state is InstantState.COMPLETED and instant.action in WRITE_ACTIONS
 
 
-def _read_all(filesystem: pafs.FileSystem, directory: str, names: list[str]) -> list[tuple[str, str]]:
-    """(name, base64 content) of each file, read concurrently (pyarrow releases the GIL)."""
-    def read(name: str) -> tuple[str, str]:
-        with filesystem.open_input_stream(f"{directory}/{name}") as stream:
-            return name, base64.b64encode(bytes(stream.read())).decode("ascii")
-    if not names:
-        return []
-    with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(names))) as pool:
-        return list(pool.map(read, names))
+def _read_all(directory_uri: str, names: list[str]) -> list[tuple[str, str]]:
+    """(name, base64 content) of each file, read concurrently."""
+    contents = read_many([join(directory_uri, name) for name in names])
+    return [(name, base64.b64encode(content).decode("ascii")) for name, content in zip(names, contents, strict=True)]
 
 
 def _aside(path: str) -> str:
