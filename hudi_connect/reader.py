@@ -23,9 +23,10 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
+from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
-from hudi_connect.executor.slices import SliceReadConfig, list_table_files, read_file_slices
+from hudi_connect.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.executor.storage import join
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
@@ -55,7 +56,8 @@ from hudi_connect.format.timeline import Instant, Timeline, validate_instant_tim
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.spark_columns import all_of
 
-SLICES_DDL = "partition string, file_id string, base_file string, log_files array<string>"
+SLICES_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("base_file", pa.string()),
+                           ("log_files", pa.list_(pa.string()))])
 IS_DELETED = "_hoodie_is_deleted"
 COMMIT_TIME = "_hoodie_commit_time"
 
@@ -107,7 +109,7 @@ class TableReader:
         """Every data file of the table, hidden log files included, listed by an executor."""
         ship_package(self._spark)
         rows = (
-            self._spark.createDataFrame([(self._base_path,)], "base_uri string")
+            task_rows(self._spark, [(self._base_path,)], BASE_URI_SCHEMA)
             .mapInArrow(list_table_files, "partition string, name string, size long")
             .collect()
         )
@@ -192,7 +194,7 @@ class TableReader:
                     for s in merged]
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
             # and tens of milliseconds each (a third of a 100k-row read's time)
-            slices_df = self._spark.createDataFrame(rows, SLICES_DDL)
+            slices_df = task_rows(self._spark, rows, SLICES_SCHEMA)
             parts.append(slices_df.mapInArrow(partial(read_file_slices, config), plan.schema))
         if not parts:
             return self._spark.createDataFrame([], plan.schema)

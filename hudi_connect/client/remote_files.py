@@ -20,7 +20,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
-from hudi_connect.executor.object_store import OPS_DDL, StorageOp, StorageResult, execute_ops
+from hudi_connect.client.task_rows import task_rows
+from hudi_connect.executor.object_store import OPS_SCHEMA, StorageOp, StorageResult, execute_ops
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[Stora
     """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok)."""
     ship_package(spark)
     request = json.dumps([asdict(op) for op in ops])
-    rows = spark.createDataFrame([(request,)], OPS_DDL).mapInArrow(execute_ops, "result string").collect()
+    rows = task_rows(spark, [(request,)], OPS_SCHEMA).mapInArrow(execute_ops, "result string").collect()
     decoded = json.loads(rows[0].result)
     return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]),
                           tuple(tuple(c) for c in r["contents"])) for r in decoded]

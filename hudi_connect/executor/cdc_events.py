@@ -27,12 +27,14 @@ from hudi_connect.executor.cdc_as_is import aligned_images, before_after_events,
 from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, _record_keys, read_slice
 from hudi_connect.format.schema_evolution import align
 
-SPLITS_DDL = (
-    "instant string, completion_time string, partition string, file_id string, "
-    "before_base string, before_logs array<string>, before_valid array<string>, has_before boolean, "
-    "after_base string, after_logs array<string>, after_valid array<string>, has_after boolean, "
-    "before_without_meta boolean, after_without_meta boolean, cdc_files array<string>, cdc_mode string"
-)
+_NAMES = pa.list_(pa.string())
+SPLITS_SCHEMA = pa.schema([
+    ("instant", pa.string()), ("completion_time", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
+    ("before_base", pa.string()), ("before_logs", _NAMES), ("before_valid", _NAMES), ("has_before", pa.bool_()),
+    ("after_base", pa.string()), ("after_logs", _NAMES), ("after_valid", _NAMES), ("has_after", pa.bool_()),
+    ("before_without_meta", pa.bool_()), ("after_without_meta", pa.bool_()), ("cdc_files", _NAMES),
+    ("cdc_mode", pa.string()),
+])
 
 
 def event_schema(record: pa.Schema) -> pa.Schema:
@@ -133,7 +135,7 @@ def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_key
 
 
 def change_events(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: rows of :data:`SPLITS_DDL` in, rows of :func:`event_schema` out."""
+    """``mapInArrow`` body: rows of :data:`SPLITS_SCHEMA` in, rows of :func:`event_schema` out."""
     for batch in batches:
         for row in batch.to_pylist():
             yield split_events(config, row)

@@ -46,6 +46,7 @@ METADATA_DIR = ".hoodie/metadata"
 TRACKED_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK})
 LOCATION_SCHEMA = pa.schema([("record_key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
                              ("instant_millis", pa.int64())])
+KEYS_SCHEMA = pa.schema([("record_key", pa.string())])  # the input of locate
 LOCATION_DDL = "record_key string, partition string, file_id string, instant_millis long"
 
 

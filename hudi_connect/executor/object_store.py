@@ -29,7 +29,7 @@ from hudi_connect.executor.storage import filesystem_for, join, read_many
 from hudi_connect.format.timeline import WRITE_ACTIONS, InstantState, parse_instant_file_name
 
 OpKind = Literal["create", "put", "get", "list", "last", "timeline", "delete", "copy"]
-OPS_DDL = "op string"
+OPS_SCHEMA = pa.schema([("op", pa.string())])  # one row: the JSON list of ops
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,9 @@ def listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:
     )
 
 
+BASE_URI_SCHEMA = pa.schema([("base_uri", pa.string())])  # the input of a task listing a table's files
+
+
 def list_table_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each input row (``base_uri``): every file below it outside ``.hoodie``."""
     for batch in batches:

@@ -57,13 +57,13 @@ def full_batch(spark: SparkSession, base_path: str, properties: TableProperties,
                view: TimelineView | None = None) -> DataFrame:
     """Every record of the table as of ``end``, as 'r' events (``view``: the timeline the caller read)."""
     snapshot = TableReader(spark, base_path, view).as_of(end)
-    data = [f.name for f in snapshot.schema.fields if f.name not in META_COLUMNS]
-    after = F.struct(*(F.col(c) for c in data))
+    schema = snapshot.schema  # asked once: each schema question is a round trip to the server
+    data = [f for f in schema.fields if f.name not in META_COLUMNS]
     return snapshot.select(
-        F.lit("r").alias("op"), record_key_column(properties, snapshot.columns).alias("record_key"),
+        F.lit("r").alias("op"), record_key_column(properties, schema.fieldNames()).alias("record_key"),
         F.lit(end.requested_time).alias("commit_time"), F.lit(end.completion_time).alias("completion_time"),
-        F.lit(None).cast(snapshot.select(after.alias("a")).schema["a"].dataType).alias("before"),
-        after.alias("after"),
+        F.lit(None).cast(StructType(data)).alias("before"),
+        F.struct(*(F.col(f.name) for f in data)).alias("after"),
     )
 
 
@@ -71,9 +71,7 @@ def change_batch(spark: SparkSession, base_path: str, begin: str, end: Instant, 
                  view: TimelineView | None = None) -> DataFrame:
     """The changes of commits in (begin, end] (completion times on version 8+ tables, as Hudi's CDC;
     ``view``: the timeline the caller read)."""
-    typed = ChangeQuery(spark, base_path, view=view).changes(begin, _range_time(end), format="typed")
-    image_schema = typed.schema["after"].dataType
-    assert isinstance(image_schema, StructType)
+    typed, image_schema = ChangeQuery(spark, base_path, view=view).typed_changes(begin, _range_time(end))
     events = typed.select(
         F.when(F.col("op") == "i", "c").otherwise(F.col("op")).alias("op"), "record_key",
         F.col("requested_time").alias("commit_time"), "completion_time",

@@ -158,7 +158,7 @@ class ReverseStream:
         view = self._view.pinned(timeline)
         batch = (full_batch(self._spark, self._base_path, self._properties, end, view) if begin is None
                  else change_batch(self._spark, self._base_path, begin, end, self.mode, view))
-        records = self._send(batch, context)
+        records, cache_released = self._send(batch, context)
         pause = float(os.environ.get(PAUSE_BEFORE_CHECKPOINT_ENV, "0") or 0)
         if pause:
             self._progress(f"batch {context.sequence}: pausing {pause}s before the checkpoint")
@@ -166,6 +166,7 @@ class ReverseStream:
         new = current.successor("batch", end, begin=begin, records=records,
                                 sinks=tuple(s.describe() for s in self.sinks))
         self.checkpoints.advance(current, new)
+        cache_released()
         elapsed = time.monotonic() - started
         self._progress(f"batch {new.sequence}: {records} records of "
                        f"{'a full read' if begin is None else f'{len(pending)} commit(s)'} up to "
@@ -182,7 +183,8 @@ class ReverseStream:
                         return commit
         return None
 
-    def _send(self, batch: DataFrame, context: BatchContext) -> int:
+    def _send(self, batch: DataFrame, context: BatchContext) -> tuple[int, Callable[[], None]]:
+        """The batch sent to every sink: its record count, and a wait for its cache to be released."""
         # A change batch is costly to compute: cached, it is counted, then sent to every sink. A full read
         # for one sink is computed by the sink's write alone, and counted meanwhile (its count prunes every
         # column, down to Parquet footers for base files).
@@ -193,18 +195,20 @@ class ReverseStream:
                 for sink in self.sinks:
                     self._progress(f"batch {context.sequence}: writing {records} records to {sink.describe()}")
                     sink.write(batch, context)
-                return records
             except Exception as error:
                 if is_server_lost(error):
                     mark_lost(self._spark)  # so unpersisting below does not wait for the lost server again
-                raise
-            finally:
                 batch.unpersist()
+                raise
+            # released while the checkpoint is written: the request is a round trip of a tenth of a second
+            release = threading.Thread(target=batch.unpersist, name=f"{self.name}-release", daemon=True)
+            release.start()
+            return records, release.join
         with ThreadPoolExecutor(max_workers=1) as pool:
             counted = pool.submit(batch.count)
             self._progress(f"batch {context.sequence}: writing a full read to {self.sinks[0].describe()}")
             self.sinks[0].write(batch, context)
-            return int(counted.result())
+            return int(counted.result()), _nothing
 
     def run_continuously(self, *, interval: float, stop: threading.Event, max_batches: int | None = None,
                          reconnect: Callable[[], SparkSession] | None = None,
@@ -243,6 +247,10 @@ class ReverseStream:
                 self._progress(f"{self.name}: up to date; next look in {interval:g}s")
             stop.wait(interval)
         return results
+
+
+def _nothing() -> None:
+    pass
 
 
 def _on_session(sink: Sink, spark: SparkSession) -> Sink:

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
+from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.executor.listing import (
     LISTING_DDL,
@@ -42,6 +43,7 @@ from hudi_connect.executor.metadata_reader import (
     list_through_metadata,
     match_by_metadata_stats,
 )
+from hudi_connect.executor.slices import BASE_URI_SCHEMA
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import And, Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
@@ -121,7 +123,7 @@ class FileIndex:
 
     def _one_task(self) -> DataFrame:
         ship_package(self._spark)
-        return self._spark.createDataFrame([(self._base_path,)], "base_uri string")
+        return task_rows(self._spark, [(self._base_path,)], BASE_URI_SCHEMA)
 
     # --- what the table is at a moment ---------------------------------------------------------
 

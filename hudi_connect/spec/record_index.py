@@ -16,9 +16,10 @@ from pyspark.sql import SparkSession
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
+from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import UnsupportedOperationError
-from hudi_connect.executor.metadata_reader import LOCATION_DDL, DataTimeline, MetadataSource, locate
+from hudi_connect.executor.metadata_reader import KEYS_SCHEMA, LOCATION_DDL, DataTimeline, MetadataSource, locate
 from hudi_connect.format.metadata import RecordLocation
 from hudi_connect.format.table_features import check_readable
 
@@ -42,7 +43,7 @@ class RecordIndex:
             return {}
         ship_package(self._spark)
         source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline()), self.view.properties.version)
-        rows = (self._spark.createDataFrame([(k,) for k in wanted], "record_key string").coalesce(1)
+        rows = (task_rows(self._spark, [(k,) for k in wanted], KEYS_SCHEMA).coalesce(1)
                 .mapInArrow(partial(locate, source), LOCATION_DDL).collect())
         found = {r.record_key: RecordLocation(r.partition, r.file_id, r.instant_millis) for r in rows}
         return {key: found.get(key) for key in wanted}
