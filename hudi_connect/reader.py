@@ -124,6 +124,7 @@ class TableReader:
         as_of: str | None,
         commits_in_range: list[Instant] | None = None,
         predicates: Sequence[Expression] = (),
+        files: tuple[StoredFile, ...] | None = None,
     ) -> ReadPlan:
         props = self.view.properties
         commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
@@ -140,7 +141,7 @@ class TableReader:
             written = [metadata[c] for c in schema_commits if c in metadata]
             changes = schema_history_changes(props, written, arrow_schema)
             check_promotable(changes, where=where)
-        state = TableState(timeline, metadata, TableDefinition.of(self._base_path, props, arrow_schema))
+        state = TableState(timeline, metadata, TableDefinition.of(self._base_path, props, arrow_schema), files)
         slices = [s for snapshot in self.index.list_files_at(as_of, predicates, state=state)
                   for s in snapshot.file_slices]
         commit_times = None
@@ -209,10 +210,10 @@ class TableReader:
 
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
               predicates: Sequence[Expression] = (), *, read_optimized: bool = False) -> tuple[DataFrame, ReadPlan]:
-        timeline = self.view.timeline(with_metadata=True)
+        timeline, files = self.index.timeline_and_files()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
-        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates)
+        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files)
         if read_optimized:  # base files only: what compaction has merged so far
             bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)
             plan = dataclasses.replace(plan, slices=bases)

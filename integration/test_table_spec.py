@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.client import remote_files
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
@@ -185,6 +186,22 @@ def test_fixture_record_index_and_pruning(plain_spark: SparkSession, tmp_path: P
 
 def rows_of_txn(df: DataFrame) -> Counter[tuple[Any, ...]]:
     return Counter(tuple(r) for r in df.select("txn_id", "amount", "region").collect())
+
+
+@pytest.mark.parametrize("name", METADATA_FIXTURES)
+def test_fixture_storage_listing_in_the_timeline_task_equals_the_streamed_listing(
+    plain_spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    base = str(unzip_fixture(name, tmp_path))
+    batched = FileIndex(plain_spark, base, use_metadata=False)
+    commits = list(batched.view.timeline().write_commits())
+    expected = {instant: slices_of(batched, instant) for instant in [None, *commits]}
+    assert batched.state().files is not None and expected[None]
+    # above the cap, the listing is a plan of its own, streamed partition by partition
+    monkeypatch.setattr(remote_files, "MAX_BATCHED_FILES", 0)
+    streamed = FileIndex(plain_spark, base, use_metadata=False)
+    assert streamed.state().files is None
+    assert {instant: slices_of(streamed, instant) for instant in [None, *commits]} == expected
 
 
 # The probe's own high-water mark, VmHWM: ru_maxrss would carry over the RSS of the (large)

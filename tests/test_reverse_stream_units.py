@@ -381,6 +381,21 @@ def test_timeline_op_lists_and_reads_the_completed_write_commits_not_known_yet(t
     assert _execute(StorageOp("timeline", str(tmp_path / "absent"))) == StorageResult(True, names=())
 
 
+def test_data_files_op_lists_every_file_below_the_table_outside_hoodie(tmp_path: Path) -> None:
+    written = {"p=a/f1_1-0-1_001.parquet": b"12345", "p=a/.f1_001.log.1_0-1-1": b"67", "p=a-b/x/f2.parquet": b"",
+               "f3.parquet": b"9", ".hoodie/hoodie.properties": b"p", ".hoodie/metadata/files/f.hfile": b"m",
+               "p=a/.hoodie_partition_metadata": b"pm"}
+    for name, content in written.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(content)
+    result = _execute(StorageOp("data_files", str(tmp_path), "5"))
+    # the oracle: every file outside .hoodie, as (path relative to the table, size)
+    expected = sorted((name, len(content)) for name, content in written.items() if not name.startswith(".hoodie/"))
+    assert result.ok and [(name, size) for name, size, _ in result.files] == expected
+    assert _execute(StorageOp("data_files", str(tmp_path), "4")) == StorageResult(False)  # more than asked for
+    assert _execute(StorageOp("data_files", str(tmp_path / "absent"), "5")) == StorageResult(True)
+
+
 def test_delete(tmp_path: Path) -> None:
     tree = tmp_path / "0000000002_full_20261122005911203"
     (tree / "sub").mkdir(parents=True)

@@ -157,9 +157,12 @@ class ChangeQuery:
 
     def _plan(self, begin: Instant | str, end: Instant | str | None, predicates: Sequence[Expression]) -> _Plan:
         view = self._reader.view
-        timeline = view.timeline(with_metadata=True)  # listed once: every step of the plan sees the same timeline
-        commits, in_range = self._range(begin, end, timeline)
         props = view.properties
+        # listed once: every step of the plan sees the same timeline. The table's files are listed in the same
+        # task where splits are likely to need file slices: all but COW tables logging both images in .cdc files
+        likely = props.is_merge_on_read or props.cdc_logging_mode is not CdcLoggingMode.DATA_BEFORE_AFTER
+        timeline, files = self._reader.index.timeline_and_files(list_storage=likely)
+        commits, in_range = self._range(begin, end, timeline)
         metadata = view.commit_metadata(commits)
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
         schema_json = self._record_schema_json(commits)
@@ -183,7 +186,8 @@ class ChangeQuery:
         if not splits:
             return _Plan([], [], config, spark_schema, events_schema, None)
         slices_at: dict[str, dict[tuple[str, str], FileSlice]] = {}
-        listed: list[list[StoredFile]] = []  # the table's files, listed (a Spark job) only if a split needs slices
+        # the table's files, listed (a Spark job) only if a split needs slices and they were not listed above
+        listed: list[list[StoredFile]] = [] if files is None else [list(files)]
 
         def slices(as_of: str) -> dict[tuple[str, str], FileSlice]:
             if as_of not in slices_at:

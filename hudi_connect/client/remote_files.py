@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.task_rows import task_rows
 from hudi_connect.executor.object_store import OPS_SCHEMA, StorageOp, StorageResult, execute_ops
+from hudi_connect.format.fs_view import StoredFile
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,24 @@ def listed_files(directory: str, listed: StorageResult) -> list[RemoteFile]:
     # whole seconds, as binaryFile reports them: completion times derived from them (tables before version 8)
     # stay the same whichever way a file was listed
     return [RemoteFile(f"{directory}/{name}", name, size, mtime // 1000 * 1000) for name, size, mtime in listed.files]
+
+
+# A listing batched with other ops comes back whole, in one row, and the client holds it. Above this many files
+# it is not sent: the caller's listing plan streams it instead (one partition at a time in the client).
+MAX_BATCHED_FILES = 20_000
+
+
+def data_files_op(base_path: str) -> StorageOp:
+    """The op listing a table's data files from storage, for a caller batching it with other ops in one task."""
+    return StorageOp("data_files", base_path, str(MAX_BATCHED_FILES))
+
+
+def stored_files(listed: StorageResult) -> tuple[StoredFile, ...] | None:
+    """The files of a :func:`data_files_op`'s result, sorted by partition and name (None: too many)."""
+    if not listed.ok:
+        return None
+    return tuple(StoredFile(partition, name, size) for partition, _, name, size
+                 in sorted((*path.rpartition("/"), size) for path, size, _ in listed.files))
 
 
 def read_files(spark: SparkSession, paths: Iterable[str]) -> dict[str, bytes]:

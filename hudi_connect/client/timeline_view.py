@@ -21,6 +21,7 @@ from hudi_connect.client.server_loss import over_connect
 from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
 from hudi_connect.executor.object_store import StorageOp, StorageResult
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.format.fs_view import StoredFile
 from hudi_connect.format.history import HistoryEntry, history_entries
 from hudi_connect.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
 from hudi_connect.format.table_config import TableProperties, parse_java_properties
@@ -50,6 +51,7 @@ class TimelineView:
         self.properties = properties
         self._metadata_cache: dict[str, CommitMetadata] = {}
         self._pinned: Timeline | None = None
+        self.pinned_files: tuple[StoredFile, ...] | None = None
 
     @classmethod
     def open(cls, spark: SparkSession, base_path: str) -> TimelineView:
@@ -68,6 +70,11 @@ class TimelineView:
             return self._pinned
         return self.timeline_of(run_storage_ops(self._spark, [self.listing_op(with_metadata=with_metadata)])[0])
 
+    @property
+    def is_pinned(self) -> bool:
+        """Whether :meth:`timeline` answers a timeline its caller listed (see :meth:`pinned`)."""
+        return self._pinned is not None
+
     def listing_op(self, *, with_metadata: bool = False) -> StorageOp:
         """The storage op listing the timeline (see :meth:`timeline`), for a caller running it with other
         ops in one task; :meth:`timeline_of` reads its result."""
@@ -84,13 +91,14 @@ class TimelineView:
         files = remote_files.listed_files(self.timeline_directory, listed)
         return Timeline.from_files(p for p in _instant_files(files) if p.action is not Action.REVERSE_COMMIT)
 
-    def pinned(self, timeline: Timeline) -> TimelineView:
+    def pinned(self, timeline: Timeline, files: tuple[StoredFile, ...] | None = None) -> TimelineView:
         """This view, answering ``timeline`` instead of listing: for a read planned on a timeline its caller
         listed already (a reverse-stream batch), so the two agree and nothing is listed twice. Commit
-        metadata is cached for both."""
+        metadata is cached for both. ``files``: the table's data files, if the caller listed them too."""
         view = TimelineView(self._spark, self._base_path, self.properties)
         view._metadata_cache = self._metadata_cache
         view._pinned = timeline
+        view.pinned_files = files
         return view
 
     def reverse_commits(self) -> dict[Instant, str]:

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_connect.executor.slices import data_files, listing_batch
-from hudi_connect.executor.storage import filesystem_for, join
+from hudi_connect.executor.slices import listing_batch
+from hudi_connect.executor.storage import data_files, filesystem_for, join
 from hudi_connect.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.format.spec_models import PartitionDescriptor
 

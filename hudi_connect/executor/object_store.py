@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import itertools
 import json
 import os
 import uuid
@@ -25,10 +26,10 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import filesystem_for, join, read_many
+from hudi_connect.executor.storage import data_files, filesystem_for, join, read_many
 from hudi_connect.format.timeline import WRITE_ACTIONS, InstantState, parse_instant_file_name
 
-OpKind = Literal["create", "put", "get", "list", "last", "timeline", "delete", "copy"]
+OpKind = Literal["create", "put", "get", "list", "last", "timeline", "data_files", "delete", "copy"]
 OPS_SCHEMA = pa.schema([("op", pa.string())])  # one row: the JSON list of ops
 
 
@@ -38,9 +39,11 @@ class StorageOp:
     ``list``: names under directory ``uri``; ``last``: those names and the content of the last file;
     ``timeline``: what ``list`` gives, and the content of each completed write instant's file in directory
     ``uri`` (a timeline) but those named in ``text`` (a JSON list: the ones the client read before), read
-    concurrently; ``delete``: remove files or directories (recursively); ``copy``: replace the file named by
-    ``text`` with a copy of ``uri``, in one visible step. Ops after a ``create`` that found its file are
-    skipped."""
+    concurrently; ``data_files``: every file below the table at ``uri`` outside ``.hoodie`` (a storage
+    listing, as :func:`~hudi_connect.executor.listing.list_storage` makes), unless there are more than
+    ``text`` (then not ok); ``delete``: remove files or directories (recursively); ``copy``: replace the file
+    named by ``text`` with a copy of ``uri``, in one visible step. Ops after a ``create`` that found its file
+    are skipped."""
 
     kind: OpKind
     uri: str
@@ -52,7 +55,8 @@ class StorageResult:
     ok: bool  # create: created; get: found; others: done
     text: str = ""  # get: the content
     names: tuple[str, ...] = ()  # list: entry names (directories end with '/')
-    files: tuple[tuple[str, int, int], ...] = ()  # list: (name, size, modification ms) of each file, empty ones too
+    # list: (name, size, modification ms) of each file, empty ones too; data_files: (partition/name, size, 0)
+    files: tuple[tuple[str, int, int], ...] = ()
     contents: tuple[tuple[str, str], ...] = ()  # timeline: (name, base64 of the content) of each file read
 
 
@@ -102,6 +106,13 @@ def _execute(op: StorageOp) -> StorageResult:
         # empty files are not read: Spark's sources skipped them when it read commit metadata before
         wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
         return dataclasses.replace(listed, contents=tuple(_read_all(op.uri, wanted)))
+    if op.kind == "data_files":
+        limit = int(op.text)
+        found = list(itertools.islice(data_files(op.uri), limit + 1))
+        if len(found) > limit:
+            return StorageResult(False)
+        return StorageResult(True, files=tuple(sorted((f"{p}/{name}" if p else name, size, 0)
+                                                      for p, name, size in found)))
     if op.kind == "delete":
         info = filesystem.get_file_info(path)
         if info.type is pafs.FileType.Directory:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.base_files import read_base_file
-from hudi_connect.executor.storage import filesystem_for, join, read_bytes
+from hudi_connect.executor.storage import data_files, join, read_bytes
 from hudi_connect.format.fs_view import base_file_instant
 from hudi_connect.format.internal_schema import ColumnRenames, with_reader_names
 from hudi_connect.format.log.blocks import data_block_records, delete_records, rollback_target
@@ -33,21 +32,6 @@ SLICE_SCHEMA = pa.schema([
 RECORD_KEY_COLUMN = "_hoodie_record_key"
 COMMIT_TIME_COLUMN = "_hoodie_commit_time"
 IS_DELETED_COLUMN = "_hoodie_is_deleted"
-
-
-def data_files(base_uri: str) -> Iterator[tuple[str, str, int]]:
-    """(partition, name, size) of every file below ``base_uri`` outside ``.hoodie``, from a storage listing."""
-    filesystem, root = filesystem_for(base_uri)
-    root = root.rstrip("/")
-    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
-    for info in filesystem.get_file_info(selector):
-        if info.type != pafs.FileType.File:
-            continue
-        relative = info.path[len(root) + 1:]
-        if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
-            continue
-        partition, _, name = relative.rpartition("/")
-        yield partition, name, info.size or 0
 
 
 def listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:

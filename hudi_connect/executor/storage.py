@@ -10,7 +10,7 @@ never holds or sends them. Imports only the standard library and pyarrow.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from urllib.parse import urlparse
@@ -57,3 +57,18 @@ def read_many(uris: Sequence[str], threads: int = 8) -> list[bytes]:
         return [read_bytes(uri) for uri in uris]
     with ThreadPoolExecutor(max_workers=min(threads, len(uris))) as pool:
         return list(pool.map(read_bytes, uris))
+
+
+def data_files(base_uri: str) -> Iterator[tuple[str, str, int]]:
+    """(partition, name, size) of every file below ``base_uri`` outside ``.hoodie``, from a storage listing."""
+    filesystem, root = filesystem_for(base_uri)
+    root = root.rstrip("/")
+    selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
+    for info in filesystem.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        relative = info.path[len(root) + 1:]
+        if relative.startswith(".hoodie/") or "/.hoodie/" in relative:
+            continue
+        partition, _, name = relative.rpartition("/")
+        yield partition, name, info.size or 0

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_connect.client.remote_files import run_storage_ops
+from hudi_connect.client.remote_files import data_files_op, run_storage_ops, stored_files
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import InvalidInstantError, ServerUnavailableError
+from hudi_connect.format.table_config import CdcLoggingMode
 from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
@@ -90,6 +91,7 @@ class ReverseStream:
         self.sinks = tuple(sinks)
         self.mode: StreamMode = mode
         self._max_commits = max_commits
+        self._positioned = False  # whether a checkpoint read had a position: batches are likely incremental
         self._progress = progress or (lambda message: None)
         self._use_session(spark)
 
@@ -136,12 +138,17 @@ class ReverseStream:
 
         A lost server fails the batch with ServerUnavailableError: the checkpoint stays, as for any failure."""
         started = time.monotonic()
-        # the checkpoint and the timeline in one task: each Spark job costs a tenth of a second or more
-        last, listing = run_storage_ops(self._spark, [self.checkpoints.latest_op(self.name),
-                                                      self._view.listing_op(with_metadata=True)])
+        # the checkpoint, the timeline and (where the batch is likely to need them) the table's files in one
+        # task: each Spark job costs a tenth of a second or more
+        ops = [self.checkpoints.latest_op(self.name), self._view.listing_op(with_metadata=True)]
+        if self._files_likely_needed():
+            ops.append(data_files_op(self._base_path))
+        last, listing, *listed_files = run_storage_ops(self._spark, ops)
         current = self.checkpoints.checkpoint_of(self.name, last)
         timeline = self._view.timeline_of(listing)
+        files = stored_files(listed_files[0]) if listed_files else None
         position = current.position
+        self._positioned = position is not None
         pending = unsent_commits(timeline, position, by_completion=self._properties.version >= 8)
         if until is not None:
             pending = [c for c in pending if (c.completion_time or "") <= (until.completion_time or "")]
@@ -155,7 +162,7 @@ class ReverseStream:
                                self._properties.record_key_fields, begin, end.requested_time,
                                end.completion_time or end.requested_time, begin is None or self.mode == "latest")
         # the batch is planned on the timeline listed above, with the commit metadata this stream has read
-        view = self._view.pinned(timeline)
+        view = self._view.pinned(timeline, files)
         batch = (full_batch(self._spark, self._base_path, self._properties, end, view) if begin is None
                  else change_batch(self._spark, self._base_path, begin, end, self.mode, view))
         records, cache_released = self._send(batch, context)
@@ -172,6 +179,15 @@ class ReverseStream:
                        f"{'a full read' if begin is None else f'{len(pending)} commit(s)'} up to "
                        f"{new.end_completion_time} sent in {elapsed:.1f}s; checkpoint {new.sequence} recorded")
         return BatchResult(new, records, elapsed)
+
+    def _files_likely_needed(self) -> bool:
+        """Whether the batch's read is likely to list the table's files from storage: a full read (as the
+        stream's first is) without the metadata table's file listing, or changes needing file slices (all but
+        on COW tables logging both images)."""
+        props = self._properties
+        full_read = not self._positioned and "files" not in props.metadata_partitions
+        return (full_read or props.is_merge_on_read
+                or props.cdc_logging_mode is not CdcLoggingMode.DATA_BEFORE_AFTER)
 
     def _published_end(self, sequence: int, pending: list[Instant]) -> Instant | None:
         """The end of a batch a dead run already published to some sink: this run re-sends that range."""

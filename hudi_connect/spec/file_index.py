@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from functools import partial, reduce
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.remote_files import data_files_op, run_storage_ops, stored_files
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
@@ -84,6 +85,19 @@ class TableState:
     timeline: Timeline
     metadata: dict[Instant, CommitMetadata]
     definition: TableDefinition
+    # the data files listed from storage in the timeline's task (None: listed when the listing is planned)
+    files: tuple[StoredFile, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _ListedFile:
+    """A row of the listing plan (:meth:`FileIndex.listing`), or one made from :attr:`TableState.files`."""
+
+    partition: str
+    name: str
+    size: int
+    source: str = "storage"
+    may_match: bool = True
 
 
 def conjunction(predicates: Sequence[Expression]) -> Expression | None:
@@ -127,19 +141,32 @@ class FileIndex:
 
     # --- what the table is at a moment ---------------------------------------------------------
 
+    def timeline_and_files(self, *, list_storage: bool | None = None) -> tuple[Timeline, tuple[StoredFile, ...] | None]:
+        """The timeline (with the commit metadata not read yet) and the data files of a storage listing, in one
+        task: a Spark job saved per read. ``list_storage``: whether to list them (by default, when this index
+        lists storage rather than the metadata table). A pinned view answers what its caller listed."""
+        if list_storage is None:
+            list_storage = not self._metadata_has("files")
+        if self.view.is_pinned or not list_storage:
+            return self.view.timeline(with_metadata=True), self.view.pinned_files if list_storage else None
+        listing, files = run_storage_ops(self._spark, [self.view.listing_op(with_metadata=True),
+                                                       data_files_op(self._base_path)])
+        return self.view.timeline_of(listing), stored_files(files)
+
     @over_connect("reading the table's state")
-    def state(self) -> TableState:
-        timeline = self.view.timeline(with_metadata=True)
+    def state(self, *, with_files: bool = True) -> TableState:
+        """The table's state; ``with_files``: with its data files where this index lists storage."""
+        timeline, files = self.timeline_and_files(list_storage=None if with_files else False)
         commits = list(timeline.write_commits())
         metadata = self.view.commit_metadata(commits)
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         schema_json = latest_schema_json(commits, metadata)
         props = self.view.properties
         schema = record_schema(schema_json, meta_fields=props.populate_meta_fields) if schema_json else pa.schema([])
-        return TableState(timeline, metadata, TableDefinition.of(self._base_path, props, schema))
+        return TableState(timeline, metadata, TableDefinition.of(self._base_path, props, schema), files)
 
     def definition(self) -> TableDefinition:
-        return self.state().definition
+        return self.state(with_files=False).definition
 
     def partition_filter(self, schema: pa.Schema, predicate: Expression | None) -> PartitionFilter:
         """How partition paths are read for pruning by ``predicate`` (never from formatted timestamps)."""
@@ -157,13 +184,20 @@ class FileIndex:
         storage = self._one_task().mapInArrow(partial(list_storage, keep), LISTING_DDL)
         return storage.withColumn("source", F.lit("storage"))
 
+    def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
+        """The columns whose statistics prune files for ``predicate`` (none: statistics prune nothing)."""
+        columns = tuple(sorted((predicate.columns() if predicate else frozenset())
+                               - set(state.definition.partition_fields)))
+        if predicate is None or not columns or not _stats_comparable(state, self.view.properties, columns):
+            return ()
+        return columns
+
     def _with_stats(self, files: DataFrame, state: TableState, predicate: Expression | None) -> DataFrame:
         """The listing with ``may_match``: False where a file's column statistics exclude the predicate
         (from the metadata table's column_stats partition, else from Parquet footers)."""
-        columns = tuple(sorted((predicate.columns() if predicate else frozenset())
-                               - set(state.definition.partition_fields)))
+        columns = self._stats_columns(state, predicate)
         # one listing task emits rows sorted by partition already
-        if predicate is None or not columns or not _stats_comparable(state, self.view.properties, columns):
+        if predicate is None or not columns:
             return files.withColumn("may_match", F.lit(True))
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)
@@ -183,11 +217,15 @@ class FileIndex:
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
         keep = self.partition_filter(state.definition.schema, predicate)
-        plan = self._with_stats(self.listing(keep, state.timeline), state, predicate)
+        rows: Iterable[_ListedFile | Row]
+        if state.files is not None and not self._stats_columns(state, predicate):
+            kept_partitions = {p for p in {f.partition for f in state.files} if keep.keeps(p)}
+            rows = (_ListedFile(f.partition, f.name, f.size) for f in state.files if f.partition in kept_partitions)
+        else:
+            rows = self._with_stats(self.listing(keep, state.timeline), state, predicate).toLocalIterator()
         replaced = replaced_file_groups(state.metadata, as_of)
         version = self.view.properties.version
         self.counts = ListingCounts()
-        rows = plan.toLocalIterator()
         for partition, group in itertools.groupby(rows, key=lambda r: r.partition):
             files, excluded = [], set()
             for row in group:
