@@ -58,7 +58,7 @@ from hudi_connect.format.fs_view import (
     valid_block_instants,
 )
 from hudi_connect.format.schema_evolution import check_promotable, schema_history_changes
-from hudi_connect.format.table_config import CdcLoggingMode
+from hudi_connect.format.table_config import CdcLoggingMode, TableProperties
 from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_timeline_readable
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
 from hudi_connect.format.timeline import Instant, Timeline
@@ -158,10 +158,9 @@ class ChangeQuery:
     def _plan(self, begin: Instant | str, end: Instant | str | None, predicates: Sequence[Expression]) -> _Plan:
         view = self._reader.view
         props = view.properties
-        # listed once: every step of the plan sees the same timeline. The table's files are listed in the same
-        # task where splits are likely to need file slices: all but COW tables logging both images in .cdc files
-        likely = props.is_merge_on_read or props.cdc_logging_mode is not CdcLoggingMode.DATA_BEFORE_AFTER
-        timeline, files = self._reader.index.timeline_and_files(list_storage=likely)
+        # listed once: every step of the plan sees the same timeline; the table's files in the same task
+        # where splits are likely to need file slices
+        timeline, files = self._reader.index.timeline_and_files(list_storage=needs_file_slices(props))
         commits, in_range = self._range(begin, end, timeline)
         metadata = view.commit_metadata(commits)
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
@@ -343,6 +342,12 @@ def instant_millis(instant: Column) -> Column:
     pattern as a whole: the seconds part is parsed, the milliseconds added)."""
     seconds = F.to_timestamp(F.substring(instant, 1, 14), "yyyyMMddHHmmss")
     return F.unix_millis(seconds) + F.coalesce(F.substring(instant, 15, 3).cast("long"), F.lit(0))
+
+
+def needs_file_slices(props: TableProperties) -> bool:
+    """Whether a change query on this table is likely to read file slices (and so to list the table's files):
+    all but COW tables logging both images in .cdc files."""
+    return props.is_merge_on_read or props.cdc_logging_mode is not CdcLoggingMode.DATA_BEFORE_AFTER
 
 
 def images_without_meta(case: CdcInferenceCase, mode: CdcLoggingMode | None) -> tuple[bool, bool]:

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect.cdc.query import needs_file_slices
 from hudi_connect.client.remote_files import data_files_op, run_storage_ops, stored_files
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import InvalidInstantError, ServerUnavailableError
-from hudi_connect.format.table_config import CdcLoggingMode
 from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
@@ -186,8 +186,7 @@ class ReverseStream:
         on COW tables logging both images)."""
         props = self._properties
         full_read = not self._positioned and "files" not in props.metadata_partitions
-        return (full_read or props.is_merge_on_read
-                or props.cdc_logging_mode is not CdcLoggingMode.DATA_BEFORE_AFTER)
+        return full_read or needs_file_slices(props)
 
     def _published_end(self, sequence: int, pending: list[Instant]) -> Instant | None:
         """The end of a batch a dead run already published to some sink: this run re-sends that range."""
@@ -224,7 +223,7 @@ class ReverseStream:
             counted = pool.submit(batch.count)
             self._progress(f"batch {context.sequence}: writing a full read to {self.sinks[0].describe()}")
             self.sinks[0].write(batch, context)
-            return int(counted.result()), _nothing
+            return int(counted.result()), lambda: None
 
     def run_continuously(self, *, interval: float, stop: threading.Event, max_batches: int | None = None,
                          reconnect: Callable[[], SparkSession] | None = None,
@@ -263,10 +262,6 @@ class ReverseStream:
                 self._progress(f"{self.name}: up to date; next look in {interval:g}s")
             stop.wait(interval)
         return results
-
-
-def _nothing() -> None:
-    pass
 
 
 def _on_session(sink: Sink, spark: SparkSession) -> Sink:
