@@ -31,7 +31,8 @@ LANCE_OPTIONS = {
 }
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+# CI: MOR (Lance base files and Avro log blocks); COW under --full
+@pytest.mark.parametrize("table_type", [pytest.param("COPY_ON_WRITE", marks=pytest.mark.full), "MERGE_ON_READ"])
 def test_lance_tables_read_equal_hudis(lance_spark: SparkSession, plain_spark: SparkSession, tmp_path: Path,
                                        table_type: str) -> None:
     # a bucket index: Hudi's bloom and simple indexes read base files' keys through its Avro reader, which

@@ -24,6 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.server import connect
@@ -181,6 +182,7 @@ def test_kafka_restarted_during_a_batch(spark: SparkSession, local_base_path: st
         broker.stop()
 
 
+@pytest.mark.full  # CI restarts Kafka and stops PostgreSQL during a batch; MinIO's restart (80 s) under --full
 def test_minio_restarted_during_a_batch(tmp_path: Path) -> None:
     os.chmod(tmp_path, 0o755)
     minio = start_minio(tmp_path)

@@ -14,6 +14,7 @@ import os
 import random
 import uuid
 
+import pytest
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc.query import ChangeQuery
@@ -71,6 +72,7 @@ def test_hudi_writes_services_reads_and_cdc_work_beside_checkpoints(spark: Spark
     assert replay_files(files) == (history.state, 0)
 
 
+@pytest.mark.full  # CI forwards inline in the kill suite (mor-minio-mdt), under kills
 def test_inline_forwarding_sends_what_the_standalone_streamer_sends(
     spark: SparkSession, local_base_path: str, kafka_endpoint: KafkaEndpoint,
 ) -> None:

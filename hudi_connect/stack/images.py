@@ -228,3 +228,34 @@ def image_sizes(client: docker.DockerClient) -> dict[str, int]:
         if _have(client, reference):
             sizes[name] = int(client.images.get(reference).attrs.get("Size", 0))
     return sizes
+
+
+def build_all() -> None:
+    """Every service image (and the base), ahead of the tests that need them: ``ci/test.sh`` runs this in the
+    background while the first leg runs. The engine is the one that answers, else podman's, started for the
+    build and stopped after it."""
+    import docker
+
+    from hudi_connect.stack.engine import ensure_engine, stop_started_engine
+
+    with tempfile.TemporaryDirectory(prefix="hudi-connect-images-") as run_dir:
+        ensure_engine(Path(run_dir))
+        try:
+            client = docker.from_env()
+            try:
+                for service in SERVICES:
+                    ensure_service_image(client, service)
+                provision.progress("images ready: " + ", ".join(
+                    f"{name} {size / 2**20:.0f} MiB" for name, size in image_sizes(client).items()))
+            finally:
+                client.close()
+        finally:
+            stop_started_engine(Path(run_dir))
+
+
+if __name__ == "__main__":
+    try:
+        build_all()
+    except ProvisioningError as error:
+        print(f"hudi-connect: building the images failed: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -17,7 +18,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -442,29 +444,45 @@ OPTIONAL_COMPONENTS = (*SPARK4_COMPONENTS, "podman")  # the docker backend's eng
 
 
 def provision(components: Sequence[str] = COMPONENTS) -> None:
+    """Install ``components``. What waits on the network or another tool runs side by side (Maven, each pip,
+    Go's build of MinIO, apt-get), so a cold set-up takes about as long as its slowest part, not their sum; what
+    shares a lock stays in order within one lane (Maven's local repository, dpkg's)."""
     unknown = sorted(set(components) - set(COMPONENTS) - set(OPTIONAL_COMPONENTS))
     if unknown:
         raise ValueError(f"unknown components {unknown}; choose from {[*COMPONENTS, *OPTIONAL_COMPONENTS]}")
     started = time.monotonic()
     if {"jars", "interceptor", *SPARK4_COMPONENTS} & set(components):
         check_java()
-    if "jars" in components:
-        for jar_set in versions.ALL_JAR_SETS:
-            ensure_jars(jar_set)
-    if "interceptor" in components:
-        ensure_interceptor_jar()
-    if "server-python" in components:
-        ensure_server_python()
-    if "minio" in components:
-        ensure_minio()
-    if "postgres" in components:
-        ensure_postgres()
-    for name, line in versions.SPARK4_LINES.items():
-        if f"spark-{name}" in components:
+    lines = [line for name, line in versions.SPARK4_LINES.items() if f"spark-{name}" in components]
+
+    def maven() -> None:
+        if "jars" in components:
+            for jar_set in versions.ALL_JAR_SETS:
+                ensure_jars(jar_set)
+        if "interceptor" in components:
+            ensure_interceptor_jar()
+        for line in lines:
             ensure_jars(line.jars)
-            ensure_spark4_server(line)
-    if "podman" in components:
-        ensure_podman()
+
+    def apt() -> None:
+        if "postgres" in components:
+            ensure_postgres()
+        if "podman" in components:
+            ensure_podman()
+
+    lanes: list[Callable[[], object]] = [maven, apt]
+    if "server-python" in components:
+        lanes.append(ensure_server_python)
+    if "minio" in components:
+        lanes.append(ensure_minio)
+    lanes += [functools.partial(ensure_spark4_server, line) for line in lines]
+    with ThreadPoolExecutor(len(lanes)) as pool:
+        outcomes = [pool.submit(lane) for lane in lanes]
+    errors = [error for outcome in outcomes if (error := outcome.exception()) is not None]
+    if errors:
+        if len(errors) == 1:
+            raise errors[0]
+        raise ProvisioningError("; ".join(str(error) for error in errors))
     progress(f"ready in {time.monotonic() - started:.0f}s: {', '.join(components)} (cache {cache_dir()})")
 
 
