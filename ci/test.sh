@@ -65,15 +65,16 @@ say "set-up of leg 1 took $(since "$start")"
 logs=$(mktemp -d -t hudi-connect-setup-XXXXXX)
 background=()  # "pid:what:log" of each background set-up
 if has_leg spark4; then
-  (for line in "${spark4_lines[@]}"; do bash ci/setup-spark4.sh "$line"; done) >"$logs/spark4.log" 2>&1 &
+  (for line in "${spark4_lines[@]}"; do bash ci/setup-spark4.sh "$line"; done && date +%s >"$logs/spark4.log.done") \
+    >"$logs/spark4.log" 2>&1 &
   background+=("$!:the Spark 4 leg's set-up:$logs/spark4.log")
 fi
 if has_leg containers; then
   # podman, runc and mmdebstrap (apt) and podman's settings, unless a Docker engine answers; then the stack's
   # own images, even where a registry answers: the public Spark image has no pyarrow for the jar-free reads,
   # and its Python is not the client's
-  ("$VENV/bin/python" -m hudi_connect.stack.provision podman && "$VENV/bin/python" -m hudi_connect.stack.images) \
-    >"$logs/containers.log" 2>&1 &
+  ("$VENV/bin/python" -m hudi_connect.stack.provision podman && "$VENV/bin/python" -m hudi_connect.stack.images \
+    && date +%s >"$logs/containers.log.done") >"$logs/containers.log" 2>&1 &
   background+=("$!:the container leg's set-up:$logs/containers.log")
 fi
 # wait for one background set-up; its log when it failed
@@ -82,7 +83,8 @@ set_up() {
   for entry in "${background[@]}"; do
     IFS=: read -r pid what log <<<"$entry"
     [[ "$what" == *"$1"* ]] || continue
-    if wait "$pid"; then say "$what finished ($(since "$start") since the start)"; return 0; fi
+    # the time it finished (written by the set-up itself), not when a leg came to wait for it
+    if wait "$pid"; then say "$what had finished $(( $(cat "$log.done") - start ))s after the start"; return 0; fi
     say "$what failed; its log ends:" >&2; tail -n 40 "$log" >&2; return 1
   done
 }

@@ -47,6 +47,14 @@ def test_cluster_server_caps_executors_to_the_two_workers() -> None:
     assert missing_hudi_confs(confs) == []
 
 
+def test_the_stacks_jvms_compile_quickly_unless_asked_for_the_full_jit() -> None:
+    quick = render_server_confs("cluster", port=1, work_dir=Path("/w"), master="spark://127.0.0.1:7077")
+    assert quick["spark.driver.extraJavaOptions"] == quick["spark.executor.extraJavaOptions"] \
+        == "-XX:TieredStopAtLevel=1"
+    full = render_server_confs("hudi", port=1, work_dir=Path("/w"), jit="full")
+    assert not {"spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"} & set(full)
+
+
 def test_missing_hudi_conf_message_says_what_and_why() -> None:
     confs = dict(HUDI_CONFS)
     confs["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"

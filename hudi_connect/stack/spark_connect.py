@@ -25,9 +25,11 @@ from hudi_connect.stack import provision
 from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
 from hudi_connect.stack.process import (
     LOOPBACK,
+    Jit,
     RunningService,
     ServiceProcess,
     free_port,
+    jit_options,
     launch,
     log_contains,
     port_open,
@@ -112,6 +114,7 @@ def render_server_confs(
     master: str = "local[2]",
     worker_python: str = sys.executable,
     extra: Mapping[str, str] | None = None,
+    jit: Jit = "quick",
 ) -> dict[str, str]:
     """Every ``--conf`` of a Connect server of the given flavor (pure: no I/O)."""
     confs = {
@@ -136,6 +139,11 @@ def render_server_confs(
         confs.update(s3a_confs(minio))
     if flavor == "cluster":
         confs.update({"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2"})
+    java_options = " ".join(jit_options(jit))
+    if java_options:  # the driver (and, on local masters, its executors); a cluster's executor JVMs too
+        confs["spark.driver.extraJavaOptions"] = java_options
+        if flavor == "cluster":
+            confs["spark.executor.extraJavaOptions"] = java_options
     class_path = driver_class_path(flavor)
     if class_path:
         confs["spark.driver.extraClassPath"] = class_path
@@ -176,10 +184,12 @@ def start_spark_connect(
     timeout: float = READY_TIMEOUT,
     port: int | None = None,
     token: str | None = None,
+    jit: Jit = "quick",
 ) -> RunningService:
     """Start a Connect server; ``flavor`` 'plain' has no Hudi jar, 'cluster' needs a ``master`` URL.
 
-    ``port`` and ``token`` bring a server back where clients knew it (new ones otherwise)."""
+    ``port`` and ``token`` bring a server back where clients knew it (new ones otherwise); ``jit="full"``
+    compiles as a production server does (benchmarks), ``"quick"`` as suits tests (:func:`jit_options`)."""
     work_dir = run_dir / f"spark-connect-{flavor}"
     (work_dir / "tmp").mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -191,7 +201,7 @@ def start_spark_connect(
     home = provision.spark4_home(python) if line else spark_home()
     worker_python = str(python)
     confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master,
-                                worker_python=worker_python, extra=extra_confs)
+                                worker_python=worker_python, extra=extra_confs, jit=jit)
     env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python, **storage_env(minio)},
                     home=home)
     log = work_dir / "server.log"
@@ -209,8 +219,9 @@ def start_standalone_cluster(
     home.mkdir(parents=True, exist_ok=True)
     spark_class = str(spark_home() / "bin" / "spark-class")
     worker_python = str(provision.ensure_server_python())
-    # executors inherit the workers' environment
-    env = spark_env({"PYSPARK_PYTHON": worker_python, **storage_env(minio)})
+    # executors inherit the workers' environment; the master and workers compile as the stack's other JVMs
+    env = spark_env({"PYSPARK_PYTHON": worker_python, "SPARK_DAEMON_JAVA_OPTS": " ".join(jit_options("quick")),
+                     **storage_env(minio)})
     port = free_port()
     master_url = f"spark://{LOOPBACK}:{port}"
     master_log = home / "master.log"
