@@ -205,8 +205,7 @@ def main() -> None:
     kafka = start_kafka(run_dir)
     servers = []
     try:
-        servers = [start_spark_connect(run_dir, "hudi", jit="full"),
-                   start_spark_connect(run_dir, "plain", jit="full")]  # compiled as in production
+        servers = [start_spark_connect(run_dir, "hudi"), start_spark_connect(run_dir, "plain")]
         hudi, plain = (connect(s.endpoint.url) for s in servers)  # type: ignore[attr-defined]
         summary = [line for rows in args.sizes
                    for line in one_size(hudi, plain, kafka.endpoint, run_dir, rows, args)]  # type: ignore[arg-type]

@@ -30,9 +30,9 @@ def hudi_and_plain_sessions(minio: MinioEndpoint | None = None) -> Iterator[tupl
     and a local run directory."""
     run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
     run_dir.chmod(0o755)
-    hudi_server = start_spark_connect(run_dir, "hudi", minio=minio, jit="full")  # compiled as in production
+    hudi_server = start_spark_connect(run_dir, "hudi", minio=minio)
     try:
-        plain_server = start_spark_connect(run_dir, "plain", minio=minio, jit="full")
+        plain_server = start_spark_connect(run_dir, "plain", minio=minio)
         try:
             yield (connect(hudi_server.endpoint.url),  # type: ignore[attr-defined]
                    connect(plain_server.endpoint.url), run_dir)  # type: ignore[attr-defined]

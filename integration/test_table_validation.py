@@ -1,11 +1,13 @@
 """Every validation error of HudiTable, with its message, on the real Hudi server.
 
-Table history (per test): created with id int key, ts ordering, part partition;
-most tests write one batch of rows 1..3 first.
+Table history: created with id int key, ts ordering, part partition, then one batch of rows 1..3. The tests
+that only read it, or whose write is refused before anything is written, share one such table (``table``); the
+tests whose writes reach Hudi get one each (``fresh_table``).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -31,12 +33,23 @@ def _rows(spark: SparkSession, rows: list[tuple[int | None, str, int, str]]) -> 
     return spark.createDataFrame(rows, SCHEMA)
 
 
-@pytest.fixture
-def table(spark: SparkSession, local_base_path: str) -> HudiTable:
-    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+def _written(spark: SparkSession, path: str) -> HudiTable:
+    table = HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts",
                              partition_by="part", table_type="COPY_ON_WRITE", metadata_table=False)
     table.upsert(_rows(spark, [(1, "a", 1, "p1"), (2, "b", 1, "p2"), (3, "c", 1, "p1")]))
     return table
+
+
+@pytest.fixture(scope="module")
+def table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> HudiTable:
+    folder = tmp_path_factory.mktemp("validation")
+    os.chmod(folder, 0o755)
+    return _written(spark, str(folder / "table"))
+
+
+@pytest.fixture
+def fresh_table(spark: SparkSession, local_base_path: str) -> HudiTable:
+    return _written(spark, local_base_path)
 
 
 def test_missing_path_is_table_not_found(spark: SparkSession, tmp_path: Path) -> None:
@@ -108,7 +121,8 @@ def test_plain_server_cannot_open_hudi_tables(plain_spark: SparkSession, table: 
         HudiTable.open(plain_spark, table.base_path)
 
 
-def test_data_that_fails_to_compute_is_not_written(spark: SparkSession, table: HudiTable) -> None:
+def test_data_that_fails_to_compute_is_not_written(spark: SparkSession, fresh_table: HudiTable) -> None:
+    table = fresh_table
     before = sorted(map(tuple, table.snapshot().collect()))
     exploding = _rows(spark, [(1, "new", 5, "p1"), (9, "boom", 5, "p2")]).withColumn(
         "v", F.when(F.col("id") == 9, F.raise_error(F.lit("injected failure"))).otherwise(F.col("v"))
@@ -118,7 +132,10 @@ def test_data_that_fails_to_compute_is_not_written(spark: SparkSession, table: H
     assert sorted(map(tuple, table.snapshot().collect())) == before
 
 
-def test_a_write_failing_inside_hudi_leaves_the_previous_state_readable(spark: SparkSession, table: HudiTable) -> None:
+def test_a_write_failing_inside_hudi_leaves_the_previous_state_readable(
+    spark: SparkSession, fresh_table: HudiTable
+) -> None:
+    table = fresh_table
     before = sorted(map(tuple, table.snapshot().collect()))
     commits_before = table.timeline().write_commits()
     # An unknown Parquet codec fails on the executors, after Hudi has begun the instant.

@@ -47,11 +47,11 @@ def test_cluster_server_caps_executors_to_the_two_workers() -> None:
     assert missing_hudi_confs(confs) == []
 
 
-def test_the_stacks_jvms_compile_quickly_unless_asked_for_the_full_jit() -> None:
-    quick = render_server_confs("cluster", port=1, work_dir=Path("/w"), master="spark://127.0.0.1:7077")
+def test_only_servers_asked_for_a_quick_jit_compile_with_c1_alone() -> None:
+    quick = render_server_confs("cluster", port=1, work_dir=Path("/w"), master="spark://127.0.0.1:7077", jit="quick")
     assert quick["spark.driver.extraJavaOptions"] == quick["spark.executor.extraJavaOptions"] \
         == "-XX:TieredStopAtLevel=1"
-    full = render_server_confs("hudi", port=1, work_dir=Path("/w"), jit="full")
+    full = render_server_confs("hudi", port=1, work_dir=Path("/w"))
     assert not {"spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"} & set(full)
 
 

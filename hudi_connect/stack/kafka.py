@@ -16,7 +16,6 @@ from hudi_connect.stack.process import (
     LOOPBACK,
     RunningService,
     free_port,
-    jit_options,
     launch,
     port_open,
     wait_until_ready,
@@ -65,7 +64,7 @@ def render_server_properties(data_dir: Path, port: int, controller_port: int) ->
 def java_command(main_class: str, *args: str, log4j: Path, heap: str = "512m") -> list[str]:
     classpath = os.pathsep.join(str(jar) for jar in provision.jars_of(versions.KAFKA_BROKER_JARS))
     return [
-        provision.require_tool("java"), f"-Xmx{heap}", *jit_options("quick"), f"-Dlog4j.configuration=file:{log4j}",
+        provision.require_tool("java"), f"-Xmx{heap}", f"-Dlog4j.configuration=file:{log4j}",
         "-cp", classpath, main_class, *args,
     ]
 

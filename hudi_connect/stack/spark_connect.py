@@ -114,7 +114,7 @@ def render_server_confs(
     master: str = "local[2]",
     worker_python: str = sys.executable,
     extra: Mapping[str, str] | None = None,
-    jit: Jit = "quick",
+    jit: Jit = "full",
 ) -> dict[str, str]:
     """Every ``--conf`` of a Connect server of the given flavor (pure: no I/O)."""
     confs = {
@@ -184,12 +184,12 @@ def start_spark_connect(
     timeout: float = READY_TIMEOUT,
     port: int | None = None,
     token: str | None = None,
-    jit: Jit = "quick",
+    jit: Jit = "full",
 ) -> RunningService:
     """Start a Connect server; ``flavor`` 'plain' has no Hudi jar, 'cluster' needs a ``master`` URL.
 
-    ``port`` and ``token`` bring a server back where clients knew it (new ones otherwise); ``jit="full"``
-    compiles as a production server does (benchmarks), ``"quick"`` as suits tests (:func:`jit_options`)."""
+    ``port`` and ``token`` bring a server back where clients knew it (new ones otherwise); ``jit="quick"``
+    suits a server that lives briefly or is restarted (:data:`~hudi_connect.stack.process.Jit`)."""
     work_dir = run_dir / f"spark-connect-{flavor}"
     (work_dir / "tmp").mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -219,7 +219,7 @@ def start_standalone_cluster(
     home.mkdir(parents=True, exist_ok=True)
     spark_class = str(spark_home() / "bin" / "spark-class")
     worker_python = str(provision.ensure_server_python())
-    # executors inherit the workers' environment; the master and workers compile as the stack's other JVMs
+    # executors inherit the workers' environment; the cluster is started for a test or two: C1 alone
     env = spark_env({"PYSPARK_PYTHON": worker_python, "SPARK_DAEMON_JAVA_OPTS": " ".join(jit_options("quick")),
                      **storage_env(minio)})
     port = free_port()
@@ -260,7 +260,8 @@ def start_cluster_connect(
     """A Hudi Connect server whose tasks run in executor JVMs of a standalone cluster."""
     master_url, cluster = start_standalone_cluster(run_dir, minio=minio, timeout=timeout)
     try:
-        server = start_spark_connect(run_dir, "cluster", minio=minio, master=master_url, timeout=timeout)
+        server = start_spark_connect(run_dir, "cluster", minio=minio, master=master_url, timeout=timeout,
+                                     jit="quick")
     except BaseException:
         RunningService(None, cluster).stop()
         raise
