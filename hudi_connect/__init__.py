@@ -10,6 +10,7 @@ except ImportError as missing:  # the Spark line is an extra: a Connect client w
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
 from hudi_connect.errors import (
+    HistoryUnavailableError,
     HudiConnectError,
     InvalidInstantError,
     NotAHudiTableError,
@@ -39,6 +40,7 @@ __all__ = [
     "Action",
     "CdcLoggingMode",
     "HistoryEntry",
+    "HistoryUnavailableError",
     "HudiConnectError",
     "HudiTable",
     "Instant",

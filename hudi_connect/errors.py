@@ -72,6 +72,21 @@ class InvalidInstantError(HudiConnectError):
     """An instant or instant range that is malformed or not on the table's timeline."""
 
 
+class HistoryUnavailableError(InvalidInstantError):
+    """A read reaching history the table no longer holds whole: instants Hudi archived (their commit metadata
+    moved to the archived timeline) or whose files the cleaner deleted. Never answered from what is left.
+
+    ``earliest_answerable`` is the earliest begin (of a range) or instant (of a time travel) that can be read,
+    if any.
+    """
+
+    def __init__(self, message: str, *, earliest_answerable: str | None) -> None:
+        self.earliest_answerable = earliest_answerable
+        if earliest_answerable is not None:
+            message += f"; the earliest that can be answered is {earliest_answerable}"
+        super().__init__(message)
+
+
 class SchemaMismatchError(HudiConnectError):
     """Data whose columns or types do not fit the table (missing key columns, incompatible types)."""
 

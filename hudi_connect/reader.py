@@ -25,12 +25,13 @@ from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.errors import InvalidInstantError, UnsupportedOperationError
+from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError, UnsupportedOperationError
 from hudi_connect.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.executor.storage import join
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import FileSlice, StoredFile, valid_block_instants
+from hudi_connect.format.history_bounds import first_pending_write
 from hudi_connect.format.internal_schema import (
     ColumnRenames,
     renames_needed,
@@ -52,13 +53,14 @@ from hudi_connect.format.table_features import (
     record_key_encoding,
 )
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
-from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.format.timeline import Instant, Timeline, range_time, validate_instant_time
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.spark_columns import all_of
 
 SLICES_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("base_file", pa.string()),
                            ("log_files", pa.list_(pa.string()))])
 IS_DELETED = "_hoodie_is_deleted"
+_SCHEMA_LOOKBACK = 10  # archived commits a time travel reads the metadata of, for the schema as of its instant
 COMMIT_TIME = "_hoodie_commit_time"
 
 
@@ -125,9 +127,11 @@ class TableReader:
         commits_in_range: list[Instant] | None = None,
         predicates: Sequence[Expression] = (),
         files: tuple[StoredFile, ...] | None = None,
+        archived: Sequence[Instant] = (),
     ) -> ReadPlan:
+        """``archived``: the archived commits a time travel before the active timeline reads its schema from."""
         props = self.view.properties
-        commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
+        commits = [*archived, *(i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of)]
         # Time travel reads with the schema as of its instant, incremental reads with the latest (as Hudi does)
         schema_commits = list(timeline.write_commits()) if commits_in_range is not None else commits
         schema_json = latest_schema_json(schema_commits, metadata)
@@ -186,12 +190,11 @@ class TableReader:
                 event_time_ordering=self.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
                 field_prefixed_keys=self.key_encoding is KeyEncoding.FIELD_PREFIXED,
                 partial_updates=self.index.partial_updates,
-                valid_instants=valid_block_instants(timeline, as_of) if plan.commit_times is None
-                else plan.commit_times,
+                valid_instants=valid_block_instants(timeline, as_of),
                 commit_times=plan.commit_times,
                 column_renames=plan.column_renames,
             )
-            rows = [(s.partition, s.file_id, _base_name(s, plan.commit_times), [f.name for f in s.log_files])
+            rows = [(s.partition, s.file_id, s.base_file.name if s.base_file else None, [f.name for f in s.log_files])
                     for s in merged]
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
             # and tens of milliseconds each (a third of a 100k-row read's time)
@@ -209,15 +212,42 @@ class TableReader:
         return df
 
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
-              predicates: Sequence[Expression] = (), *, read_optimized: bool = False) -> tuple[DataFrame, ReadPlan]:
+              predicates: Sequence[Expression] = (), *, read_optimized: bool = False,
+              time_travel: bool = False, following: bool = False) -> tuple[DataFrame, ReadPlan]:
         timeline, files = self.index.timeline_and_files()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
-        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files)
+        archived = (self._check_time_travel(timeline, as_of, following=following)
+                    if time_travel and as_of is not None else [])
+        metadata |= self.view.archived_commit_metadata(archived)
+        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files, archived)
         if read_optimized:  # base files only: what compaction has merged so far
             bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)
             plan = dataclasses.replace(plan, slices=bases)
         return self._execute(plan, timeline, as_of), plan
+
+    def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> list[Instant]:
+        """Hudi's checks of a time travel (``validateTimestampAsOf``), refusing what it refuses; the archived
+        commits whose schema a read before the active timeline takes (the latest few). ``following``: for a
+        reader following the timeline by completion time, which reads a write pending before ``as_of`` when
+        it completes, the pending-write check does not apply."""
+        where = f"the table at {self._base_path}"
+        pending = first_pending_write(timeline)
+        if pending is not None and as_of >= pending.requested_time and not following:
+            raise InvalidInstantError(
+                f"cannot read {where} as of {as_of}: the {pending.action.value} requested at "
+                f"{pending.requested_time} has not completed, and a time travel must be earlier than the first "
+                "incomplete commit (Hudi: HoodieTimeTravelException)")
+        bound = self.view.cleaned_bound(timeline)
+        if bound is not None and as_of < bound.instant:
+            raise HistoryUnavailableError(
+                f"cannot read {where} as of {as_of}: {bound.reason}, so files of earlier instants may have been "
+                "cleaned", earliest_answerable=bound.instant)
+        first = timeline.first()
+        if first is None or as_of >= first.requested_time:
+            return []
+        archived = self.view.archived_timeline(timeline, needed_for="a time travel before the active timeline")
+        return [c for c in archived.write_commits() if c.requested_time <= as_of][-_SCHEMA_LOOKBACK:]
 
     # --- public reads -----------------------------------------------------------------------
 
@@ -233,39 +263,98 @@ class TableReader:
 
     @over_connect("planning a time-travel read")
     def as_of(self, instant: Instant | str, predicates: Sequence[Expression] = ()) -> DataFrame:
+        """The table as of a completed instant (by requested time), where Hudi's time travel answers: before the
+        first pending write, and not older than the cleaner retains (:class:`HistoryUnavailableError` otherwise);
+        archived instants whose files remain are read with their own schema."""
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
-        return self._read(requested, predicates=predicates)[0]
+        return self._read(requested, predicates=predicates, time_travel=True)[0]
+
+    @over_connect("planning a read")
+    def as_of_completed(self, instant: Instant) -> DataFrame:
+        """The table as of a commit its caller saw completed, for a reader following the timeline in
+        completion order (the reverse streamer): a write still pending before it is read once it completes,
+        so only the cleaner's bound is checked, not the first pending write."""
+        return self._read(instant.requested_time, time_travel=True, following=True)[0]
 
     @over_connect("planning an incremental read")
     def incremental(self, begin: Instant | str, end: Instant | str | None = None,
-                    predicates: Sequence[Expression] = ()) -> DataFrame:
-        """Latest state (as of ``end``) of the records written by commits in (begin, end]."""
-        if not self.view.properties.populate_meta_fields:
+                    predicates: Sequence[Expression] = (), *, fallback_to_full_scan: bool = True) -> DataFrame:
+        """Latest state (as of ``end``) of the records written by commits in (begin, end].
+
+        A range reaching commits Hudi archived, or commits older than the cleaner retains (their files may be
+        gone), is answered as Hudi 1.2 answers it with ``hoodie.datasource.read.incr.fallback.fulltablescan.enable``
+        (its default on tables of version 8 and later): the latest snapshot's records whose commit is in the
+        range. ``fallback_to_full_scan=False`` refuses such a range instead (:class:`HistoryUnavailableError`,
+        naming the earliest begin read from the commits themselves)."""
+        props = self.view.properties
+        if not props.populate_meta_fields:
             raise UnsupportedOperationError(
                 f"{self._base_path} was written without meta fields (hoodie.populate.meta.fields=false), "
                 "so its records carry no commit time and cannot be read incrementally (Hudi refuses too)"
             )
         timeline = self.view.timeline()
-        commits = timeline.commits_between(begin, end, by_completion=self.view.properties.version >= 8)
+        by_completion = props.version >= 8
+        commits = timeline.commits_between(begin, end, by_completion=by_completion)
+        beyond = self._beyond_history(timeline, commits, begin, end, by_completion)
+        if beyond is not None:
+            reason, earliest, archived = beyond
+            if not fallback_to_full_scan:
+                raise HistoryUnavailableError(
+                    f"the incremental range of {self._base_path} from {range_time(begin, by_completion=by_completion)}"
+                    f" {reason}, and fallback_to_full_scan is off", earliest_answerable=earliest)
+            snapshot = self._read(None, predicates=predicates)[0]
+            if not by_completion:  # version 6: Hudi's fallback keeps a range of requested times
+                df = snapshot.where(F.col(COMMIT_TIME) > range_time(begin, by_completion=False))
+                return df.where(F.col(COMMIT_TIME) <= range_time(end, by_completion=False)) if end else df
+            times = sorted({c.requested_time for c in (*archived, *commits)})
+            return snapshot.where(F.col(COMMIT_TIME).isin(times))
         as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
             return self._spark.createDataFrame([], self._read(None)[1].schema)
         return self._read(as_of, commits, predicates)[0]
 
+    def _beyond_history(self, timeline: Timeline, commits: list[Instant], begin: Instant | str,
+                        end: Instant | str | None, by_completion: bool) -> tuple[str, str | None, list[Instant]] | None:
+        """Why an incremental range cannot be read from its commits' own files (None if it can): what it
+        reaches, the earliest begin that can, and the archived commits in it."""
+        first = timeline.first()
+        begin_time = range_time(begin, by_completion=by_completion)
+        archived: list[Instant] = []
+        if first is not None and begin_time < (first.completion_time or first.requested_time):
+            if by_completion:
+                history = self.view.archived_timeline(timeline, needed_for="an incremental read from archived history")
+                archived = Timeline(history.instants).commits_between(begin, end, by_completion=True)
+                last = history.last_write_commit()
+                if archived and last is not None:
+                    return (f"reaches commits Hudi archived (the last at {last.completion_time})",
+                            last.completion_time, archived)
+            elif begin_time < first.requested_time and self.view.has_v6_archive():
+                return f"begins before the active timeline (at {first.requested_time})", first.requested_time, []
+        bound = self.view.cleaned_bound(timeline)
+        missing = self._missing_file(commits) if bound is not None and bound.may_have_cleaned(commits) else None
+        if bound is None or missing is None:
+            return None
+        retained = [c for c in timeline.write_commits() if c.requested_time < bound.instant]
+        earliest = range_time(retained[-1], by_completion=by_completion) if retained else None
+        gone = f"{missing} is gone" if missing else "the table has too many files to check"
+        return f"reaches commits whose files the cleaner may have taken ({gone}; {bound.reason})", earliest, archived
+
+    def _missing_file(self, commits: list[Instant]) -> str | None:
+        """A file one of ``commits`` wrote that storage no longer holds (as Hudi's incremental query checks);
+        '' if that cannot be told (more files than a listing returns whole); None if all are there."""
+        _, files = self.index.timeline_and_files(list_storage=True)
+        if files is None:
+            return ""
+        present = {f"{f.partition}/{f.name}" if f.partition else f.name for f in files}
+        for meta in self.view.commit_metadata(commits).values():
+            for stat in meta.write_stats:
+                if stat.path and stat.path not in present:
+                    return stat.path
+        return None
+
     @over_connect("planning a read")
     def plan(self, as_of: str | None = None, predicates: Sequence[Expression] = ()) -> ReadPlan:
         return self._read(as_of, predicates=predicates)[1]
-
-
-def _base_name(file_slice: FileSlice, commit_times: frozenset[str] | None) -> str | None:
-    """The base file a merged slice reads. Incremental reads merge only what the range wrote, as Hudi's
-    incremental query does: log blocks of its commits, and the base file only if one of them wrote it,
-    so a record of the range that loses to an older one outside it is still the range's change."""
-    if file_slice.base_file is None:
-        return None
-    if commit_times is not None and file_slice.base_file.instant_time not in commit_times:
-        return None
-    return file_slice.base_file.name
 
 
 __all__ = ["META_COLUMNS", "ReadPlan", "TableReader"]

@@ -21,6 +21,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.client import remote_files
+from hudi_connect.errors import MetadataTableError
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
@@ -138,6 +139,9 @@ def test_metadata_table_behind_falls_back_to_storage(
             f"{latest.requested_time}_*.deltacommit"):
         path.unlink()
     assert_listings_agree(plain_spark, local_base_path, expect_metadata=False)
+    # the record index has no such fallback: it would still place key 1, which the latest commit deleted
+    with pytest.raises(MetadataTableError, match=f"has not caught up .* for {latest.requested_time}"):
+        RecordIndex(plain_spark, local_base_path).tag(["1", "7"])
 
 
 def rows_of(df: DataFrame) -> Counter[tuple[Any, ...]]:

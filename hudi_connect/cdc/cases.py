@@ -9,7 +9,7 @@ commit is one split, and each file group a replacecommit replaced is another.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hudi_connect.format.commit_metadata import CommitMetadata, WriteStat
@@ -39,6 +39,7 @@ class CdcSplit:
     file_id: str
     files: tuple[str, ...]  # what the commit wrote for this group (data or .cdc files)
     previous_commit: Instant | None  # the state the changes are relative to
+    stat: WriteStat | None = field(default=None, compare=False)  # what the commit wrote (None: a replaced group)
 
     def describe(self) -> str:
         what = ", ".join(self.files) or "no new file"
@@ -68,7 +69,8 @@ def infer_splits(
 ) -> list[CdcSplit]:
     """The splits of every commit of ``in_range`` that yields changes, in commit order.
 
-    ``commits`` are all completed write commits in order (to find each one's predecessor).
+    ``commits`` are all completed write commits in order (to find each one's predecessor; the first may be
+    an archived one, the predecessor of the active timeline's first).
     """
     previous: dict[str, Instant | None] = {}
     last: Instant | None = None
@@ -85,7 +87,7 @@ def infer_splits(
         for stat in meta.write_stats:
             files = tuple(sorted(stat.cdc_stats)) if stat.cdc_stats else (stat.path,)
             splits.append(CdcSplit(instant, _case_of(stat, operation), stat.partition_path, stat.file_id,
-                                   files, before))
+                                   files, before, stat))
         for partition, file_ids in meta.replaced_file_ids.items():
             for file_id in file_ids:
                 splits.append(CdcSplit(instant, CdcInferenceCase.REPLACE_COMMIT, partition, file_id, (), before))

@@ -34,6 +34,7 @@ from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import (
+    HistoryUnavailableError,
     HudiConnectError,
     InvalidInstantError,
     ServerMisconfiguredError,
@@ -51,6 +52,7 @@ from hudi_connect.executor.slices import SliceReadConfig
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
 from hudi_connect.format.fs_view import (
+    BlockValidity,
     FileSlice,
     StoredFile,
     file_slices_at,
@@ -61,7 +63,7 @@ from hudi_connect.format.schema_evolution import check_promotable, schema_histor
 from hudi_connect.format.table_config import CdcLoggingMode, TableProperties
 from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_timeline_readable
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
-from hudi_connect.format.timeline import Instant, Timeline
+from hudi_connect.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reader import TableReader
 from hudi_connect.spec.file_index import conjunction
 from hudi_connect.spec.spark_columns import all_of
@@ -123,14 +125,42 @@ class ChangeQuery:
 
     def _range(self, begin: Instant | str, end: Instant | str | None,
                timeline: Timeline | None = None) -> tuple[list[Instant], list[Instant]]:
-        timeline = timeline or self._reader.view.timeline()
-        in_range = timeline.commits_between(begin, end, by_completion=self._reader.view.properties.version >= 8)
-        return list(timeline.write_commits()), in_range
+        """The write commits (the last archived one first, where the range holds the active timeline's first
+        commit and needs its predecessor) and those in (begin, end]. A range reaching archived commits is
+        refused: their metadata is not read, and a change stream computed from part of the range is wrong."""
+        view = self._reader.view
+        timeline = timeline or view.timeline()
+        by_completion = view.properties.version >= 8
+        in_range = timeline.commits_between(begin, end, by_completion=by_completion)
+        commits = list(timeline.write_commits())
+        first = timeline.first()
+        if first is None or not commits or (commits[0] not in in_range and range_time(
+                begin, by_completion=by_completion) >= (first.completion_time or first.requested_time)):
+            return commits, in_range
+        begin_time = range_time(begin, by_completion=by_completion)
+        where = f"the change query of {self._base_path} from {begin_time}"
+        if not by_completion:  # version 6: the archive is not decoded, so the predecessor is not known
+            if view.has_v6_archive():
+                raise HistoryUnavailableError(
+                    f"{where} reaches the active timeline's first commit ({commits[0].requested_time}), and Hudi "
+                    "archived what came before it (the archive of table version 6 is not read)",
+                    earliest_answerable=commits[0].requested_time)
+            return commits, in_range
+        history = view.archived_timeline(timeline, needed_for="a change query")
+        last = history.last_write_commit()
+        if last is None:
+            return commits, in_range
+        if Timeline(history.instants).commits_between(begin, end, by_completion=True):
+            raise HistoryUnavailableError(
+                f"{where} reaches commits Hudi archived (the last at {last.completion_time}); changes are not "
+                "computed from part of a range (Hudi's CDC query fails there too)",
+                earliest_answerable=last.completion_time)
+        return [last, *commits], in_range
 
     @over_connect("planning a change query")
     def splits(self, begin: Instant | str, end: Instant | str | None = None) -> list[CdcSplit]:
         commits, in_range = self._range(begin, end)
-        return infer_splits(commits, self._reader.view.commit_metadata(commits), in_range)
+        return infer_splits(commits, self._reader.view.commit_metadata(in_range), in_range)
 
     @over_connect("explaining a change query")
     def explain(self, begin: Instant | str, end: Instant | str | None = None) -> str:
@@ -162,9 +192,9 @@ class ChangeQuery:
         # where splits are likely to need file slices
         timeline, files = self._reader.index.timeline_and_files(list_storage=needs_file_slices(props))
         commits, in_range = self._range(begin, end, timeline)
-        metadata = view.commit_metadata(commits)
+        metadata = view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
-        schema_json = self._record_schema_json(commits)
+        schema_json = self._record_schema_json(list(timeline.write_commits()))
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
         check_promotable(schema_history_changes(props, list(metadata.values()), arrow_schema),
                          where=f"the table at {self._base_path}")
@@ -180,7 +210,7 @@ class ChangeQuery:
             event_time_ordering=self._reader.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
             field_prefixed_keys=self._reader.key_encoding is KeyEncoding.FIELD_PREFIXED,
             partial_updates=self._reader.index.partial_updates,
-            valid_instants=frozenset(),
+            valid_instants=valid_block_instants(timeline),  # each side's completed writes: in its split's row
         )
         if not splits:
             return _Plan([], [], config, spark_schema, events_schema, None)
@@ -197,6 +227,23 @@ class ChangeQuery:
                 slices_at[as_of] = {(s.partition, s.file_id): s for s in found}
             return slices_at[as_of]
 
+        bound = view.cleaned_bound(timeline)
+        if bound is not None and bound.may_have_cleaned([*in_range, *(s.previous_commit for s in splits
+                                                                      if s.previous_commit)]):
+            if not listed:
+                listed.append(self._reader.list_files())
+            present = {f"{f.partition}/{f.name}" if f.partition else f.name for f in listed[0]}
+            for split in splits:
+                before, after = _sides(split, slices, props.cdc_logging_mode)
+                gone = _cleaned_state(split, props.cdc_logging_mode, before, after, present)
+                if gone is not None:
+                    earliest = [c for c in timeline.write_commits() if c.requested_time < split.instant.requested_time]
+                    raise HistoryUnavailableError(
+                        f"the change query of {self._base_path} needs {gone} for the changes of "
+                        f"{split.instant.requested_time} in {split.partition or '/'}:{split.file_id}, and the cleaner "
+                        f"took it ({bound.reason}; Hudi's CDC query fails there too)",
+                        earliest_answerable=range_time(earliest[-1], by_completion=props.version >= 8)
+                        if earliest else None)
         rows = [_split_row(split, slices, timeline, props.cdc_logging_mode) for split in splits]
         whole_events = [split.case is CdcInferenceCase.AS_IS and props.cdc_logging_mode is
                         CdcLoggingMode.DATA_BEFORE_AFTER for split in splits]
@@ -364,28 +411,75 @@ def images_without_meta(case: CdcInferenceCase, mode: CdcLoggingMode | None) -> 
     return (True, True)
 
 
+def _sides(split: CdcSplit, slices: Callable[[str], dict[tuple[str, str], FileSlice]],
+           mode: CdcLoggingMode | None) -> tuple[FileSlice | None, FileSlice | None]:
+    """The file slices a split reads before and after its commit (None where it reads none)."""
+    key = (split.partition, split.file_id)
+    before_as_of, after_as_of = _side_instants(split, mode)
+    return (slices(before_as_of).get(key) if before_as_of else None,
+            slices(after_as_of).get(key) if after_as_of else None)
+
+
+def _side_instants(split: CdcSplit, mode: CdcLoggingMode | None) -> tuple[str | None, str | None]:
+    """The instants of the states a split reads from file slices, before and after its commit."""
+    from_cdc_files = _reads_cdc_files(split, mode)
+    needs_after = not (from_cdc_files and mode is CdcLoggingMode.DATA_BEFORE_AFTER)
+    before = None if from_cdc_files or not split.previous_commit else split.previous_commit.requested_time
+    return before, split.instant.requested_time if needs_after else None
+
+
+def _reads_cdc_files(split: CdcSplit, mode: CdcLoggingMode | None) -> bool:
+    """Whether a split's images come from its ``.cdc`` files: holding before images, they spare merging the
+    old slice; holding after images, the new one too."""
+    return split.case is CdcInferenceCase.AS_IS and mode is not CdcLoggingMode.OP_KEY_ONLY
+
+
+def _cleaned_state(split: CdcSplit, mode: CdcLoggingMode | None, before: FileSlice | None,
+                   after: FileSlice | None, present: set[str]) -> str | None:
+    """What a split needs that the cleaner took (None if all is there): a file its commit wrote, or the file
+    slice its changes are relative to (the previous version of the base file, as Hudi's CDC query says)."""
+    for path in split.files:
+        if path and path not in present:
+            return f"{path}, written by the commit"
+    stat = split.stat
+    before_as_of, after_as_of = _side_instants(split, mode)
+    if after_as_of is not None and stat is not None and stat.path:
+        name = stat.path.rsplit("/", 1)[-1]
+        written = ([after.base_file.name] if after.base_file else []) if after is not None else []
+        if name not in [*written, *(f.name for f in (after.log_files if after is not None else ()))]:
+            return f"the file slice holding {stat.path}"
+    if before_as_of is None:
+        return None
+    if before is None:
+        existed = stat is None or stat.prev_commit is not None  # a replaced group, or one written before
+        return f"the file group's state at {before_as_of}" if existed else None
+    expected = stat.prev_commit if stat is not None and not stat.is_log_file else None
+    if expected is not None and before.base_instant != expected:
+        return f"the previous version of the base file (of {expected})"
+    expected_base = stat.base_file.rsplit("/", 1)[-1] if stat is not None and stat.is_log_file and stat.base_file \
+        else None
+    if expected_base and (before.base_file is None or before.base_file.name != expected_base):
+        return f"the base file {expected_base} the log file belongs to"
+    return None
+
+
 def _split_row(split: CdcSplit, slices: Callable[[str], dict[tuple[str, str], FileSlice]], timeline: Timeline,
                mode: CdcLoggingMode | None) -> tuple[object, ...]:
     """One row of :data:`SPLITS_SCHEMA`: the slices (or ``.cdc`` files) a worker reads for the split."""
-    key = (split.partition, split.file_id)
-    # .cdc files holding before images spare merging the old slice; holding after images, the new one too
-    from_cdc_files = split.case is CdcInferenceCase.AS_IS and mode is not CdcLoggingMode.OP_KEY_ONLY
-    needs_after = not (from_cdc_files and mode is CdcLoggingMode.DATA_BEFORE_AFTER)
-    after_as_of = split.instant.requested_time
-    before_as_of = None if from_cdc_files or not split.previous_commit else split.previous_commit.requested_time
-    before = slices(before_as_of).get(key) if before_as_of else None
-    after = slices(after_as_of).get(key) if needs_after else None
+    before_as_of, after_as_of = _side_instants(split, mode)
+    before, after = _sides(split, slices, mode)
+    needs_after = after_as_of is not None
     return (
         split.instant.requested_time, split.instant.completion_time, split.partition, split.file_id,
-        *_slice_columns(before, valid_block_instants(timeline, before_as_of) if before_as_of else frozenset()),
-        *_slice_columns(after, valid_block_instants(timeline, after_as_of) if needs_after else frozenset()),
+        *_slice_columns(before, valid_block_instants(timeline, before_as_of) if before_as_of else None),
+        *_slice_columns(after, valid_block_instants(timeline, after_as_of) if needs_after else None),
         *images_without_meta(split.case, mode),
-        list(split.files) if from_cdc_files else [], mode.value if mode else None,
+        list(split.files) if _reads_cdc_files(split, mode) else [], mode.value if mode else None,
     )
 
 
-def _slice_columns(file_slice: FileSlice | None, valid: frozenset[str]) -> tuple[object, ...]:
+def _slice_columns(file_slice: FileSlice | None, valid: BlockValidity | None) -> tuple[object, ...]:
     if file_slice is None:
         return (None, [], [], False)
     base = file_slice.base_file.name if file_slice.base_file else None
-    return (base, [f.name for f in file_slice.log_files], sorted(valid), True)
+    return (base, [f.name for f in file_slice.log_files], sorted(valid.completed) if valid else [], True)

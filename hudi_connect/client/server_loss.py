@@ -26,7 +26,8 @@ from typing import Any, ParamSpec, TypeVar
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.session_close import guard_close
-from hudi_connect.errors import ServerUnavailableError
+from hudi_connect.client.worker_errors import worker_refusal
+from hudi_connect.errors import HudiConnectError, ServerUnavailableError
 
 DEFAULT_SERVER_TIMEOUT = 30.0  # seconds of retrying an unreachable server before giving up
 _TIMEOUT_ATTRIBUTE = "_hudi_connect_server_timeout"
@@ -205,6 +206,9 @@ def over_connect(doing: str, *, outcome: str = "") -> Callable[[Callable[P, R]],
             except Exception as error:
                 session = _session_among(args) if is_server_lost(error) else None
                 if session is None:
+                    refusal = worker_refusal(error) if not isinstance(error, HudiConnectError) else None
+                    if refusal is not None:
+                        raise refusal from error
                     raise
                 inner = error if isinstance(error, ServerUnavailableError) else None
                 if inner is not None and not outcome:

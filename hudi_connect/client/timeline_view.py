@@ -12,17 +12,22 @@ import base64
 import fnmatch
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from hudi_connect.client import remote_files
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import over_connect
-from hudi_connect.errors import NotAHudiTableError, TableNotFoundError
+from hudi_connect.errors import InvalidInstantError, NotAHudiTableError, TableNotFoundError
 from hudi_connect.executor.object_store import StorageOp, StorageResult
+from hudi_connect.format import archived_timeline as archive
+from hudi_connect.format.archived_timeline import ArchivedTimeline, archived_instant
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
 from hudi_connect.format.fs_view import StoredFile
 from hudi_connect.format.history import HistoryEntry, history_entries
+from hudi_connect.format.history_bounds import CleanedBound, cleaned_bound, earliest_commit_to_retain, latest_clean
 from hudi_connect.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
 from hudi_connect.format.table_config import TableProperties, parse_java_properties
 from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
@@ -42,6 +47,15 @@ def load_properties(spark: SparkSession, path: str) -> TableProperties:
     return TableProperties.from_properties(raw, where=f"the table at {path}")
 
 
+@dataclass
+class _ArchiveCache:
+    """The archived timeline once read, shared by a view and its pinned copies."""
+
+    timeline: ArchivedTimeline | None = None
+    files: tuple[str, ...] = ()  # the LSM's live Parquet files
+    active_from: str = ""  # the first instant of the active timeline it was read beside
+
+
 class TimelineView:
     """The timeline of one table as seen through a Spark session."""
 
@@ -51,6 +65,8 @@ class TimelineView:
         self.properties = properties
         self._metadata_cache: dict[str, CommitMetadata] = {}
         self._pinned: Timeline | None = None
+        self._archive = _ArchiveCache()
+        self._clean_cache: dict[str, str | None] = {}
         self.pinned_files: tuple[StoredFile, ...] | None = None
 
     @classmethod
@@ -97,9 +113,75 @@ class TimelineView:
         metadata is cached for both. ``files``: the table's data files, if the caller listed them too."""
         view = TimelineView(self._spark, self._base_path, self.properties)
         view._metadata_cache = self._metadata_cache
+        view._archive = self._archive
         view._pinned = timeline
         view.pinned_files = files
         return view
+
+    def archived_timeline(self, timeline: Timeline, *, needed_for: str) -> ArchivedTimeline:
+        """The instants Hudi archived before the active ``timeline`` (read again only once archival moved its
+        first instant on). ``needed_for``: what the caller reads, named in the refusal of a version-6 archive
+        (not decoded)."""
+        first = timeline.first()
+        key = first.requested_time if first else ""
+        if self._archive.timeline is not None and self._archive.active_from == key:
+            return self._archive.timeline
+        self._archive.timeline, self._archive.active_from = None, key
+        where = f"the table at {self._base_path}"
+        if not self.properties.timeline_dir:  # version 6: Hudi log files under .hoodie/archived
+            if self.has_v6_archive():
+                raise archive.refuse_v6_archive(where, needed_for=needed_for)
+            self._archive.timeline = ArchivedTimeline()
+            return self._archive.timeline
+        directory = f"{self.timeline_directory}/{archive.LSM_DIRECTORY}"
+        version = run_storage_ops(self._spark, [StorageOp("get", f"{directory}/{archive.VERSION_FILE}")])[0]
+        if not version.ok:
+            self._archive.timeline = ArchivedTimeline()
+            return self._archive.timeline
+        manifest_path = f"{directory}/{archive.manifest_name(version.text, where=where)}"
+        manifest = run_storage_ops(self._spark, [StorageOp("get", manifest_path)])[0]
+        if not manifest.ok:
+            raise InvalidInstantError(f"{where}: the archived timeline's {manifest_path} is missing")
+        self._archive.files = tuple(f"{directory}/{name}"
+                                    for name in archive.manifest_files(manifest.text, where=where))
+        rows = (self._spark.read.parquet(*self._archive.files)
+                .select(archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION).collect()
+                if self._archive.files else [])
+        instants = (archived_instant(r[0], r[1], r[2]) for r in rows)
+        self._archive.timeline = ArchivedTimeline(tuple(sorted(i for i in instants if i is not None)))
+        return self._archive.timeline
+
+    def has_v6_archive(self) -> bool:
+        """Whether a table of version 6 has archived instants (Hudi log files under .hoodie/archived)."""
+        directory = f"{self._base_path}/.hoodie/{archive.V6_ARCHIVE_DIRECTORY}"
+        return any(f.name.startswith(archive.V6_ARCHIVE_PREFIX)
+                   for f in remote_files.list_directory(self._spark, directory))
+
+    def archived_commit_metadata(self, instants: Sequence[Instant]) -> dict[Instant, CommitMetadata]:
+        """Decoded metadata of archived write instants (after :meth:`archived_timeline`), each read once."""
+        wanted = {f"archived:{i.requested_time}": i for i in instants if i.writes_data}
+        missing = sorted(i.requested_time for key, i in wanted.items() if key not in self._metadata_cache)
+        if missing and self._archive.files:
+            rows = (self._spark.read.parquet(*self._archive.files)
+                    .where(F.col(archive.INSTANT_TIME).isin(missing))
+                    .select(archive.INSTANT_TIME, archive.METADATA).collect())
+            for time, data in rows:
+                key = f"archived:{time}"
+                if data is not None and key in wanted:
+                    self._metadata_cache[key] = decode_commit_metadata(bytes(data), name=f"archived instant {time}")
+        return {i: self._metadata_cache[key] for key, i in wanted.items() if key in self._metadata_cache}
+
+    def cleaned_bound(self, timeline: Timeline) -> CleanedBound | None:
+        """The cleaner's bound on ``timeline`` (see :mod:`~hudi_connect.format.history_bounds`): the latest
+        completed clean's metadata, read once per view."""
+        clean = latest_clean(timeline)
+        if clean is None:
+            return None
+        path = self.instant_file(clean)
+        if path not in self._clean_cache:
+            content = remote_files.read_files(self._spark, [path])
+            self._clean_cache[path] = earliest_commit_to_retain(next(iter(content.values()), b""))
+        return cleaned_bound(timeline, self._clean_cache[path])
 
     def reverse_commits(self) -> dict[Instant, str]:
         """RFC-70 checkpoint instants (completed ``reversecommit`` files) and their paths."""
@@ -132,9 +214,16 @@ class TimelineView:
 
     @over_connect("reading the table's history")
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
-        """Instants newest first (the newest ``limit``), with operation type and write statistics."""
-        instants = list(reversed(self.timeline().instants))[:limit]
-        return history_entries(instants, self.commit_metadata(instants))
+        """Instants newest first (the newest ``limit``), with operation type and write statistics; the
+        archived ones after the active timeline's, marked ``archived``."""
+        timeline = self.timeline()
+        instants = list(reversed(timeline.instants))[:limit]
+        entries = history_entries(instants, self.commit_metadata(instants))
+        if limit is None or len(entries) < limit:
+            archived = list(reversed(self.archived_timeline(timeline, needed_for="the history").instants))
+            archived = archived[:limit - len(entries)] if limit is not None else archived
+            entries += history_entries(archived, self.archived_commit_metadata(archived), archived=True)
+        return entries
 
     def schema_history(self, timeline: Timeline) -> list[SchemaVersion]:
         """Schema-on-read versions, oldest first (none for tables without schema on read)."""

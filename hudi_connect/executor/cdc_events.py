@@ -50,7 +50,8 @@ def _state(config: SliceReadConfig, row: dict[str, Any], side: str) -> pa.Table:
     """The merged records of the split's file group on one side of the commit."""
     if not row[f"has_{side}"]:
         return config.output_schema.empty_table()
-    side_config = dataclasses.replace(config, valid_instants=frozenset(row[f"{side}_valid"] or ()))
+    valid = dataclasses.replace(config.valid_instants, completed=frozenset(row[f"{side}_valid"] or ()))
+    side_config = dataclasses.replace(config, valid_instants=valid)
     return read_slice(side_config, row["partition"], row[f"{side}_base"], list(row[f"{side}_logs"] or ()))
 
 

@@ -76,20 +76,30 @@ class MetadataSource:
         return join(self.base_uri, METADATA_DIR)
 
 
+# where the metadata table's timeline may be, below its .hoodie: layout 2 (versions 8 and 9), then layout 1
+METADATA_TIMELINE_DIRS = ("timeline", "")
+
+
+def metadata_timeline_of(listings: Iterable[Iterable[tuple[str, int | None]]]) -> Timeline | None:
+    """The metadata table's timeline from the (name, modification ms) of the files of each of
+    :data:`METADATA_TIMELINE_DIRS`, in order: the first holding instant files is the timeline."""
+    for listing in listings:
+        files = [p for p in (parse_instant_file_name(name, mtime) for name, mtime in listing) if p is not None]
+        if files:
+            return Timeline.from_files(files)
+    return None
+
+
 def _metadata_timeline(source: MetadataSource) -> Timeline | None:
     filesystem, root = filesystem_for(join(source.metadata_uri, ".hoodie"))
-    files = []
-    for directory in (f"{root}/timeline", root):
-        infos = filesystem.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
-        for info in infos:
-            if info.type == pafs.FileType.File:
-                mtime = int(info.mtime.timestamp() * 1000) if info.mtime else None
-                parsed = parse_instant_file_name(info.base_name, mtime)
-                if parsed is not None:
-                    files.append(parsed)
-        if files:
-            break
-    return Timeline.from_files(files) if files else None
+
+    def listing(directory: str) -> list[tuple[str, int | None]]:
+        path = f"{root}/{directory}" if directory else root
+        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return [(i.base_name, int(i.mtime.timestamp() * 1000) if i.mtime else None)
+                for i in infos if i.type == pafs.FileType.File]
+
+    return metadata_timeline_of(listing(d) for d in METADATA_TIMELINE_DIRS)
 
 
 def valid_block_instants(source: MetadataSource, metadata_timeline: Timeline) -> frozenset[str]:

@@ -8,6 +8,7 @@ session artifact so that the server's Python needs only pyarrow and fastavro.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.base_files import read_base_file
 from hudi_connect.executor.storage import data_files, join, read_bytes
-from hudi_connect.format.fs_view import base_file_instant
+from hudi_connect.format.fs_view import BlockValidity, base_file_instant
 from hudi_connect.format.internal_schema import ColumnRenames, with_reader_names
 from hudi_connect.format.log.blocks import data_block_records, delete_records, rollback_target
 from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
@@ -63,7 +64,7 @@ class SliceReadConfig:
     record_key_fields: tuple[str, ...]
     ordering_field: str | None
     event_time_ordering: bool
-    valid_instants: frozenset[str]  # blocks of other instants are ignored (HUDI-2285)
+    valid_instants: BlockValidity  # blocks of other instants are ignored (HUDI-2285)
     writer_schema_json: str | None = None  # Avro schema to read log records with
     commit_times: frozenset[str] | None = None  # incremental reads keep only these _hoodie_commit_time
     field_prefixed_keys: bool = False  # keys built from data read "f:v" even for one field (KeyEncoding)
@@ -104,16 +105,18 @@ def _ordering_type(config: SliceReadConfig) -> pa.DataType:
 
 def refuse_unsupported_block(block: LogBlock, uri: str) -> None:
     """Raise for a log block whose headers ask for a merge the readers do not implement."""
-    if block.headers.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
-        raise UnsupportedTableFeatureError("partial-update log blocks (a block holds only the updated columns)",
-                                           "log block header IS_PARTIAL", "true", where=uri)
     if block.headers.get(HeaderKey.COMPACTED_BLOCK_TIMES):
         raise UnsupportedTableFeatureError("log compaction (a block that replaces the blocks it merged)",
                                            "log block header COMPACTED_BLOCK_TIMES",
                                            block.headers[HeaderKey.COMPACTED_BLOCK_TIMES], where=uri)
 
 
-def _read_logs(config: SliceReadConfig, partition: str, log_files: list[str], ord_type: pa.DataType) -> LogRecords:
+def _is_partial(block: LogBlock) -> bool:
+    return block.headers.get(HeaderKey.IS_PARTIAL, "").lower() == "true"
+
+
+def _merged_blocks(config: SliceReadConfig, partition: str, log_files: list[str]) -> list[LogBlock]:
+    """The data and delete blocks a slice's merge reads, in log order: of valid instants, not rolled back."""
     blocks = []
     rolled_back: set[str] = set()
     for name in log_files:
@@ -126,18 +129,30 @@ def _read_logs(config: SliceReadConfig, partition: str, log_files: list[str], or
                     rolled_back.add(target)
             elif block.block_type is not LogBlockType.CORRUPT:
                 blocks.append(block)
+    return [b for b in blocks if b.instant_time is not None and b.instant_time in config.valid_instants
+            and b.instant_time not in rolled_back]
+
+
+def _read_logs(config: SliceReadConfig, partition: str, blocks: list[LogBlock], ord_type: pa.DataType) -> LogRecords:
     data_tables: list[pa.Table] = []
+    partial_blocks: list[tuple[int, int, frozenset[str]]] = []
     delete_keys: list[str] = []
     delete_ords: list[object] = []
     delete_seqs: list[int] = []
     seq = 1  # base rows are older than every log row
     for block in blocks:
-        instant = block.instant_time
-        if instant is None or instant not in config.valid_instants or instant in rolled_back:
-            continue
+        instant = block.instant_time or ""  # every merged block has one (_merged_blocks)
         if block.block_type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA):
-            records = data_block_records(block, config.writer_schema_json)
-            records = align(with_reader_names(records, config.column_renames, instant), config.output_schema)
+            records = with_reader_names(data_block_records(block, config.writer_schema_json),
+                                        config.column_renames, instant)
+            if _is_partial(block):
+                if config.column_renames:
+                    raise UnsupportedTableFeatureError(
+                        "partial-update log blocks under schema-on-read renames", "log block header IS_PARTIAL",
+                        "true", where=f"partition {partition!r}")
+                absent = frozenset(config.output_schema.names) - set(_block_columns(block, records))
+                partial_blocks.append((seq, seq + records.num_rows, absent))
+            records = align(records, config.output_schema)
             data_tables.append(_with_merge_columns(records, config, seq, ord_type))
             seq += records.num_rows
         elif block.block_type is LogBlockType.DELETE:
@@ -154,25 +169,43 @@ def _read_logs(config: SliceReadConfig, partition: str, log_files: list[str], or
         ORD: pa.array(delete_ords, ord_type),
         SEQ: pa.array(delete_seqs, pa.int64()),
     })
-    return LogRecords(data, delete_table)
+    return LogRecords(data, delete_table, tuple(partial_blocks))
+
+
+def _block_columns(block: LogBlock, records: pa.Table) -> list[str]:
+    """The columns a partial-update block's records set: its writer schema's fields (decoded against a
+    fuller reader schema, the others would come back as nulls)."""
+    if block.schema_json is None:
+        return list(records.column_names)
+    return [str(f["name"]) for f in json.loads(block.schema_json).get("fields", ())]
 
 
 def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, log_files: list[str]) -> pa.Table:
     """The merged records of one file slice, in ``config.output_schema``."""
     ord_type = _ordering_type(config)
+    blocks = _merged_blocks(config, partition, log_files) if log_files else []
+    in_range = config.commit_times
+    if in_range is not None and not any(_is_partial(b) and b.instant_time in in_range for b in blocks):
+        # an incremental read merges only what its range wrote, as Hudi's does: a record of the range that
+        # loses to an older one outside it is still the range's change. A partial update of the range needs
+        # the record it updates, so then the whole slice merges and the range's records are kept after.
+        blocks = [b for b in blocks if b.instant_time in in_range]
+        if base_file and base_file_instant(base_file) not in in_range:
+            base_file = None
     base = None
     if base_file:
         records = read_base_file(join(config.base_uri, partition, base_file))
         if config.column_renames:
             records = with_reader_names(records, config.column_renames, base_file_instant(base_file))
         base = align(records, config.output_schema)
-    if not log_files:
+    if not blocks:
         merged = base if base is not None else config.output_schema.empty_table()
     else:
         base_for_merge = _with_merge_columns(base, config, 0, ord_type) if base is not None else None
-        logs = _read_logs(config, partition, log_files, ord_type)
-        if config.partial_updates:
-            merged = merge_slice_partial(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
+        logs = _read_logs(config, partition, blocks, ord_type)
+        if config.partial_updates or logs.partial_blocks:
+            merged = merge_slice_partial(base_for_merge, logs, event_time_ordering=config.event_time_ordering,
+                                         nulls_keep_older=config.partial_updates)
         else:
             merged = merge_slice(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
         merged = align(merged, config.output_schema)

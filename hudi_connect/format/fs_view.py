@@ -17,8 +17,8 @@ Which log files follow a base file depends on the table version:
   file's instant (RFC-66 slicing by completion time).
 
 Log blocks inside the chosen files are filtered again by their own instant
-(see :func:`valid_block_instants`), because a version-6 log file can hold
-blocks of failed or rolled-back writes.
+(see :class:`BlockValidity`), because a version-6 log file can hold blocks of
+failed or rolled-back writes.
 """
 
 from __future__ import annotations
@@ -126,9 +126,30 @@ def committed_instants(timeline: Timeline, as_of: str | None = None) -> frozense
     )
 
 
-def valid_block_instants(timeline: Timeline, as_of: str | None = None) -> frozenset[str]:
-    """Instants whose log blocks a reader at ``as_of`` may merge: the completed writes."""
-    return frozenset(i.requested_time for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of)
+@dataclass(frozen=True)
+class BlockValidity:
+    """Which log blocks a reader merges (HUDI-2285): those of writes completed at the read instant, and
+    those of instants requested before the active timeline's first one, which Hudi archived and so were
+    completed (its log reader's ``containsOrBeforeTimelineStarts``): compaction may skip a file group for
+    longer than archival keeps the deltacommits that wrote its log blocks."""
+
+    completed: frozenset[str]
+    archived_before: str | None = None  # the active timeline's first requested time
+    as_of: str | None = None  # a time travel's instant: later blocks are not merged, archived or not
+
+    def __contains__(self, instant: object) -> bool:
+        if instant in self.completed:
+            return True
+        return (isinstance(instant, str) and self.archived_before is not None and instant < self.archived_before
+                and (self.as_of is None or instant <= self.as_of))
+
+
+def valid_block_instants(timeline: Timeline, as_of: str | None = None) -> BlockValidity:
+    """The log blocks a reader at ``as_of`` may merge: of completed writes, and of archived instants."""
+    first = timeline.first()
+    return BlockValidity(
+        frozenset(i.requested_time for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of),
+        first.requested_time if first else None, as_of)
 
 
 def replaced_file_groups(
@@ -153,15 +174,10 @@ def file_slices_at(
     as_of: str | None = None,
 ) -> list[FileSlice]:
     """The file slice of every live file group at ``as_of`` (default: the latest completed instant)."""
-    completed = committed_instants(timeline, as_of)
-    completion_of = {i.requested_time: i.completion_time for i in timeline if i.is_completed}
     first_active = timeline.first()
-    archived_before = first_active.requested_time if first_active else None
-
-    def committed(instant_time: str) -> bool:
-        if as_of is not None and instant_time > as_of:
-            return False
-        return instant_time in completed or (archived_before is not None and instant_time < archived_before)
+    committed = BlockValidity(committed_instants(timeline, as_of),
+                              first_active.requested_time if first_active else None, as_of).__contains__
+    completion_of = {i.requested_time: i.completion_time for i in timeline if i.is_completed}
 
     bases: dict[tuple[str, str], list[BaseFile]] = {}
     logs: dict[tuple[str, str], list[LogFile]] = {}

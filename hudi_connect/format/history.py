@@ -25,9 +25,11 @@ class HistoryEntry:
     updates: int
     deletes: int
     bytes_written: int
+    archived: bool = False  # moved to the archived timeline by Hudi's archiver
 
 
-def history_entries(instants: Sequence[Instant], metadata: Mapping[Instant, CommitMetadata]) -> list[HistoryEntry]:
+def history_entries(instants: Sequence[Instant], metadata: Mapping[Instant, CommitMetadata], *,
+                    archived: bool = False) -> list[HistoryEntry]:
     """One entry per instant, in the order given; instants without metadata (pending ones) count nothing."""
     entries = []
     for instant in instants:
@@ -46,5 +48,6 @@ def history_entries(instants: Sequence[Instant], metadata: Mapping[Instant, Comm
             updates=sum(s.num_updates for s in stats),
             deletes=sum(s.num_deletes for s in stats),
             bytes_written=sum(s.total_write_bytes for s in stats),
+            archived=archived,
         ))
     return entries

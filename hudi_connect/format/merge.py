@@ -33,6 +33,8 @@ class LogRecords:
 
     data: pa.Table  # output-schema columns plus KEY, ORD, SEQ
     deletes: pa.Table  # KEY, ORD (null = natural), SEQ
+    # partial-update blocks (IS_PARTIAL): (first SEQ, last SEQ + 1, the output columns their records lack)
+    partial_blocks: tuple[tuple[int, int, frozenset[str]], ...] = ()
 
 
 def _last_per_key(table: pa.Table, order: list[tuple[str, str]]) -> pa.Table:
@@ -144,15 +146,19 @@ def merge_slice_partial(
     logs: LogRecords,
     *,
     event_time_ordering: bool = True,
+    nulls_keep_older: bool = True,
 ) -> pa.Table:
-    """The merged records of a file slice under partial update mode ``IGNORE_DEFAULTS`` (version 9;
-    for nullable fields, whose default is null): a newer record's null field keeps the older value.
+    """The merged records of a file slice where a record may not set every column: under partial update
+    mode ``IGNORE_DEFAULTS`` (version 9; for nullable fields, whose default is null; ``nulls_keep_older``)
+    a newer record's null field keeps the older value, and a record of a partial-update log block
+    (``IS_PARTIAL``, MERGE INTO's partial SET) sets only its block's columns (``logs.partial_blocks``).
 
     A key's log records fold in arrival order: of the current record and the next, the one with
     the greater ordering value wins (the next on a tie, or always under commit-time ordering) and
-    each of its null fields takes the other's value; a record after a delete replaces it; a delete
+    each column it does not set takes the other's value (Hudi's ``partialMerge``: a stale partial
+    update loses whole to a complete record); a record after a delete replaces it; a delete
     replaces the current record unless that record's ordering value is greater. The folded record
-    then meets the base record the same way. Meta columns, never null, come from the winner.
+    then meets the base record the same way. Meta columns, set by every record, come from the winner.
 
     A sequential fold in Python over row indices (values stay in Arrow): partial updates do not
     commute, so the vectorised last-writer-wins of :func:`merge_slice` does not apply.
@@ -164,7 +170,13 @@ def merge_slice_partial(
     base_offset = rows.num_rows
     if base is not None and base.num_rows:
         rows = pa.concat_tables([rows, base.select(output_columns).cast(rows.schema)])
-    valid = [rows[c].is_valid().to_pylist() for c in output_columns]
+    valid = [rows[c].is_valid().to_pylist() if nulls_keep_older else [True] * rows.num_rows for c in output_columns]
+    if logs.partial_blocks:  # a partial block's records do not set the columns its schema lacks
+        seqs = data[SEQ].to_pylist()
+        for i, column in enumerate(output_columns):
+            for row, seq in enumerate(seqs):
+                if any(first <= seq < end and column in absent for first, end, absent in logs.partial_blocks):
+                    valid[i][row] = False
 
     def newer_wins(current: object, incoming: object) -> bool:
         if not event_time_ordering or current is None or incoming is None:

@@ -63,6 +63,14 @@ def instant_time_of(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
 
 
+def range_time(value: Instant | str, *, by_completion: bool) -> str:
+    """The time a range bound stands for: an instant's completion time on tables comparing those (version 8
+    and later), else its requested time; a string as it is, 'earliest' before every instant."""
+    if isinstance(value, Instant):
+        return (value.completion_time or value.requested_time) if by_completion else value.requested_time
+    return "0" if value == "earliest" else validate_instant_time(value)
+
+
 @dataclass(frozen=True, order=True)
 class Instant:
     """One instant of the timeline, in its most advanced state."""
@@ -185,12 +193,8 @@ class Timeline:
         older ones requested times. An ``Instant`` bound stands for its own time of that kind.
         """
 
-        def time_of(value: Instant | str) -> str:
-            if isinstance(value, Instant):
-                return (value.completion_time or value.requested_time) if by_completion else value.requested_time
-            return "0" if value == "earliest" else validate_instant_time(value)
-
-        begin_time, end_time = time_of(begin), (time_of(end) if end is not None else None)
+        begin_time = range_time(begin, by_completion=by_completion)
+        end_time = range_time(end, by_completion=by_completion) if end is not None else None
         if end_time is not None and end_time < begin_time:
             raise InvalidInstantError(f"the range ({begin_time}, {end_time}] ends before it begins")
 

@@ -56,7 +56,7 @@ def record_key_column(properties: TableProperties, columns: list[str]) -> Column
 def full_batch(spark: SparkSession, base_path: str, properties: TableProperties, end: Instant,
                view: TimelineView | None = None) -> DataFrame:
     """Every record of the table as of ``end``, as 'r' events (``view``: the timeline the caller read)."""
-    snapshot = TableReader(spark, base_path, view).as_of(end)
+    snapshot = TableReader(spark, base_path, view).as_of_completed(end)
     schema = snapshot.schema  # asked once: each schema question is a round trip to the server
     data = [f for f in schema.fields if f.name not in META_COLUMNS]
     return snapshot.select(

@@ -29,7 +29,7 @@ from hudi_connect.client.remote_files import data_files_op, run_storage_ops, sto
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
-from hudi_connect.errors import InvalidInstantError, ServerUnavailableError
+from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError, ServerUnavailableError
 from hudi_connect.format.timeline import Instant, Timeline
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
@@ -57,6 +57,16 @@ def unsent_commits(timeline: Timeline, position: Instant | None, *, by_completio
         return sorted((c for c in commits if (c.completion_time or "") > after),
                       key=lambda c: (c.completion_time or "", c.requested_time))
     return [c for c in commits if c.requested_time > position.requested_time]
+
+
+def _behind_history(name: str, error: HistoryUnavailableError) -> HistoryUnavailableError:
+    """A stream's batch that reaches history the table no longer holds: it stops, never skipping a commit."""
+    behind = HistoryUnavailableError(
+        f"reverse stream {name!r} stops: its checkpoint is behind what the table still holds (Hudi archived or "
+        "cleaned the commits after it), and no commit is skipped. reset() sends the table whole again at the next "
+        f"run; set_checkpoint() moves it on knowingly. {error}", earliest_answerable=None)
+    behind.earliest_answerable = error.earliest_answerable
+    return behind
 
 
 @dataclass(frozen=True)
@@ -163,8 +173,11 @@ class ReverseStream:
                                end.completion_time or end.requested_time, begin is None or self.mode == "latest")
         # the batch is planned on the timeline listed above, with the commit metadata this stream has read
         view = self._view.pinned(timeline, files)
-        batch = (full_batch(self._spark, self._base_path, self._properties, end, view) if begin is None
-                 else change_batch(self._spark, self._base_path, begin, end, self.mode, view))
+        try:
+            batch = (full_batch(self._spark, self._base_path, self._properties, end, view) if begin is None
+                     else change_batch(self._spark, self._base_path, begin, end, self.mode, view))
+        except HistoryUnavailableError as error:
+            raise _behind_history(self.name, error) from error
         records, cache_released = self._send(batch, context)
         pause = float(os.environ.get(PAUSE_BEFORE_CHECKPOINT_ENV, "0") or 0)
         if pause:

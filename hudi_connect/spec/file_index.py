@@ -192,6 +192,14 @@ class FileIndex:
             return ()
         return columns
 
+    def _merges_columns(self, columns: Sequence[str]) -> bool:
+        """Whether merged records may take columns from different files (partial updates: the table's partial
+        update mode, or MERGE INTO's partial log blocks on MOR tables of version 8 and later), so that a
+        record can satisfy a predicate over several columns no single file's statistics admit (a=1 from the
+        base file, b=2 from a log file): such slices are then not pruned by statistics."""
+        props = self.view.properties
+        return len(columns) > 1 and (self.partial_updates or (props.is_merge_on_read and props.version >= 8))
+
     def _with_stats(self, files: DataFrame, state: TableState, predicate: Expression | None) -> DataFrame:
         """The listing with ``may_match``: False where a file's column statistics exclude the predicate
         (from the metadata table's column_stats partition, else from Parquet footers)."""
@@ -225,6 +233,7 @@ class FileIndex:
             rows = self._with_stats(self.listing(keep, state.timeline), state, predicate).toLocalIterator()
         replaced = replaced_file_groups(state.metadata, as_of)
         version = self.view.properties.version
+        mixed = self._merges_columns(self._stats_columns(state, predicate))
         self.counts = ListingCounts()
         for partition, group in itertools.groupby(rows, key=lambda r: r.partition):
             files, excluded = [], set()
@@ -235,7 +244,7 @@ class FileIndex:
                     excluded.add(row.name)
             self.counts.files += len(files)
             slices = file_slices_at(files, state.timeline, table_version=version, replaced=replaced, as_of=as_of)
-            kept = [s for s in slices if not _excluded(s, excluded)]
+            kept = [s for s in slices if not _excluded(s, excluded) or (mixed and s.log_files)]
             self.counts.pruned_by_stats += len(slices) - len(kept)
             if kept:
                 self.counts.partitions += 1

@@ -14,12 +14,23 @@ from functools import partial
 
 from pyspark.sql import SparkSession
 
-from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.errors import UnsupportedOperationError
-from hudi_connect.executor.metadata_reader import KEYS_SCHEMA, LOCATION_DDL, DataTimeline, MetadataSource, locate
+from hudi_connect.errors import MetadataTableError, UnsupportedOperationError
+from hudi_connect.executor.metadata_reader import (
+    KEYS_SCHEMA,
+    LOCATION_DDL,
+    METADATA_DIR,
+    METADATA_TIMELINE_DIRS,
+    DataTimeline,
+    MetadataSource,
+    caught_up,
+    locate,
+    metadata_timeline_of,
+)
+from hudi_connect.executor.object_store import StorageOp
 from hudi_connect.format.metadata import RecordLocation
 from hudi_connect.format.table_features import check_readable
 
@@ -41,9 +52,27 @@ class RecordIndex:
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
-        ship_package(self._spark)
-        source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline()), self.view.properties.version)
+        source = self._caught_up_source()
         rows = (task_rows(self._spark, [(k,) for k in wanted], KEYS_SCHEMA).coalesce(1)
                 .mapInArrow(partial(locate, source), LOCATION_DDL).collect())
         found = {r.record_key: RecordLocation(r.partition, r.file_id, r.instant_millis) for r in rows}
         return {key: found.get(key) for key in wanted}
+
+    def _caught_up_source(self) -> MetadataSource:
+        """The metadata table to look keys up in, refused when it has not caught up with the data table's
+        latest commit (it would answer for an older state: a key written since would be absent). The data
+        table's and the metadata table's timelines are listed in one task."""
+        metadata = f"{self._base_path}/{METADATA_DIR}/.hoodie"
+        listing, *metadata_listings = run_storage_ops(self._spark, [self.view.listing_op(), *(
+            StorageOp("list", f"{metadata}/{d}" if d else metadata) for d in METADATA_TIMELINE_DIRS)])
+        source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline_of(listing)),
+                                self.view.properties.version)
+        metadata_timeline = metadata_timeline_of([(name, mtime) for name, _, mtime in result.files]
+                                                 for result in metadata_listings)
+        if not caught_up(source, metadata_timeline):
+            raise MetadataTableError(
+                f"the metadata table of {self._base_path} has not caught up with the data table (it has no completed "
+                f"deltacommit for {source.data.latest_tracked}: a writer committed without updating it, or it is "
+                "being rebuilt), so its record index would answer for an older state; look the keys up once a "
+                "write has brought it up to date, or read the table")
+        return source

@@ -475,7 +475,11 @@ class HudiTable:
     def as_of(self, instant: Instant | str, *, with_meta_columns: bool = False) -> DataFrame:
         """Time travel: the table as of a completed instant (by requested time)."""
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
-        first = self.timeline().write_commits().first()
+        timeline = self.timeline()
+        first = timeline.write_commits().first()
+        if first is not None and requested < first.requested_time and self._properties.version >= 8:
+            archived = self._view.archived_timeline(timeline, needed_for="a time travel").write_commits()
+            first = archived[0] if archived else first  # Hudi answers while the cleaner has not taken the files
         if first is None or requested < first.requested_time:
             raise InvalidInstantError(
                 f"cannot read {self._base_path} as of {requested}: its first commit is "

@@ -29,7 +29,9 @@ def _image(text: str | None) -> Any:
     loaded = json.loads(text) if text is not None else None  # Hudi writes a missing image as "null"
     if loaded is None:
         return None
-    return tuple(sorted((k, _value(v)) for k, v in loaded.items() if k not in IGNORED))
+    # a null field and an absent one are the same image (Hudi's JSON leaves out some nulls, e.g. of columns a
+    # partial update set to null)
+    return tuple(sorted((k, _value(v)) for k, v in loaded.items() if k not in IGNORED and v is not None))
 
 
 def _value(value: Any) -> Any:

@@ -1,0 +1,29 @@
+"""A refusal raised in a Spark worker reaches the client as the library's own class (the text is what a
+Spark 3.5 Connect client shows for an exception in ``mapInArrow``)."""
+
+from __future__ import annotations
+
+from hudi_connect.client.worker_errors import worker_refusal
+from hudi_connect.errors import UnsupportedTableFeatureError
+
+WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
+Traceback (most recent call last):
+  File "/tmp/spark/userFiles/hudi_connect-5c3b.zip/hudi_connect/executor/slices.py", line 120, in _merged_blocks
+    refuse_unsupported_block(block, uri)
+  File "/tmp/spark/hudi_connect-5c3b.zip/hudi_connect/executor/slices.py", line 111, in refuse_unsupported_block
+    raise UnsupportedTableFeatureError("log compaction", "log block header COMPACTED_BLOCK_TIMES",
+hudi_connect.errors.UnsupportedTableFeatureError: f.log uses log compaction (log block header \
+COMPACTED_BLOCK_TIMES=1), which hudi-connect's readers do not implement
+"""
+
+
+def test_a_worker_refusal_becomes_the_same_class() -> None:
+    refusal = worker_refusal(RuntimeError(WORKER_TEXT))
+    assert isinstance(refusal, UnsupportedTableFeatureError)
+    assert str(refusal).startswith("f.log uses log compaction") and "raised in a Spark worker" in str(refusal)
+    assert refusal.feature is None  # the constructor's details are not in the text
+
+
+def test_other_worker_errors_stay_as_they_are() -> None:
+    assert worker_refusal(RuntimeError("FileNotFoundError: part=p0/x.parquet")) is None
+    assert worker_refusal(RuntimeError("hudi_connect.errors.NoSuchError: made up")) is None
