@@ -11,9 +11,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from hudi_connect import HudiTable, ServerUnavailableError, WriteState, connect, is_server_lost
 from hudi_connect.cli import main
@@ -139,11 +141,20 @@ def test_read_killed(plain_victim: KillableServer, spark: SparkSession, local_ba
     reader_spark = connect(plain_victim.url, server_timeout=BOUND)
     reader = TableReader(reader_spark, local_base_path)
     snapshot = reader.snapshot()
+    def slowly(batches: Iterator[Any]) -> Iterator[Any]:  # nested: pickled by value for the server's workers
+        import time
+
+        time.sleep(10)
+        yield from batches
+
+    # the user's own slow step keeps the action under way when the kill lands (the read alone can finish in
+    # under the 2 s on an idle machine)
+    action = snapshot.mapInArrow(slowly, snapshot.schema).groupBy((F.col("id") % 7).alias("k")).count()
     timer = threading.Timer(2.0, plain_victim.kill)
     timer.start()
     started = time.monotonic()
     with pytest.raises(Exception) as caught:
-        snapshot.groupBy((snapshot.id % 7).alias("k")).count().collect()  # pyspark's own action
+        action.collect()  # pyspark's own action
     timer.join()
     during = _bounded(started + 2.0)
     assert is_server_lost(caught.value), caught.value
