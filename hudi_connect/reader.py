@@ -318,17 +318,16 @@ class TableReader:
         """Why an incremental range cannot be read from its commits' own files (None if it can): what it
         reaches, the earliest begin that can, and the archived commits in it."""
         first = timeline.first()
-        begin_time = range_time(begin, by_completion=by_completion)
         archived: list[Instant] = []
-        if first is not None and begin_time < (first.completion_time or first.requested_time):
+        if first is not None and timeline.begins_before(begin, by_completion=by_completion):
             if by_completion:
                 history = self.view.archived_timeline(timeline, needed_for="an incremental read from archived history")
-                archived = Timeline(history.instants).commits_between(begin, end, by_completion=True)
+                archived = history.commits_between(begin, end)
                 last = history.last_write_commit()
                 if archived and last is not None:
                     return (f"reaches commits Hudi archived (the last at {last.completion_time})",
                             last.completion_time, archived)
-            elif begin_time < first.requested_time and self.view.has_v6_archive():
+            elif range_time(begin, by_completion=False) < first.requested_time and self.view.has_v6_archive():
                 return f"begins before the active timeline (at {first.requested_time})", first.requested_time, []
         bound = self.view.cleaned_bound(timeline)
         missing = self._missing_file(commits) if bound is not None and bound.may_have_cleaned(commits) else None

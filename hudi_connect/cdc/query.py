@@ -133,9 +133,8 @@ class ChangeQuery:
         by_completion = view.properties.version >= 8
         in_range = timeline.commits_between(begin, end, by_completion=by_completion)
         commits = list(timeline.write_commits())
-        first = timeline.first()
-        if first is None or not commits or (commits[0] not in in_range and range_time(
-                begin, by_completion=by_completion) >= (first.completion_time or first.requested_time)):
+        if not commits or (commits[0] not in in_range
+                           and not timeline.begins_before(begin, by_completion=by_completion)):
             return commits, in_range
         begin_time = range_time(begin, by_completion=by_completion)
         where = f"the change query of {self._base_path} from {begin_time}"
@@ -150,7 +149,7 @@ class ChangeQuery:
         last = history.last_write_commit()
         if last is None:
             return commits, in_range
-        if Timeline(history.instants).commits_between(begin, end, by_completion=True):
+        if history.commits_between(begin, end):
             raise HistoryUnavailableError(
                 f"{where} reaches commits Hudi archived (the last at {last.completion_time}); changes are not "
                 "computed from part of a range (Hudi's CDC query fails there too)",

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 
 from hudi_connect.errors import InvalidInstantError, UnsupportedTableFeatureError
-from hudi_connect.format.timeline import Action, Instant, InstantState
+from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
 
 LSM_DIRECTORY = "history"  # under the timeline directory (.hoodie/timeline)
 VERSION_FILE = "_version_"
@@ -68,6 +68,10 @@ class ArchivedTimeline:
 
     def write_commits(self) -> tuple[Instant, ...]:
         return tuple(i for i in self.instants if i.writes_data)
+
+    def commits_between(self, begin: Instant | str, end: Instant | str | None) -> list[Instant]:
+        """Archived write commits in the range (begin, end], by completion time (the LSM is versions 8 and 9)."""
+        return Timeline(self.instants).commits_between(begin, end, by_completion=True)
 
     def last_write_commit(self) -> Instant | None:
         commits = self.write_commits()

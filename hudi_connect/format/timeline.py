@@ -185,6 +185,12 @@ class Timeline:
         candidates = [i for i in self.instants if i.is_completed and i.requested_time <= time]
         return candidates[-1] if candidates else None
 
+    def begins_before(self, begin: Instant | str, *, by_completion: bool) -> bool:
+        """Whether a range from ``begin`` may reach before this timeline's first instant (into archived history)."""
+        first = self.first()
+        return first is not None and range_time(begin, by_completion=by_completion) < (
+            first.completion_time or first.requested_time)
+
     def commits_between(self, begin: Instant | str, end: Instant | str | None, *,
                         by_completion: bool) -> list[Instant]:
         """Completed write commits in Hudi's range (begin, end]; 'earliest' begins before all.
