@@ -9,6 +9,7 @@ except ImportError as missing:  # the Spark line is an extra: a Connect client w
 
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
+from hudi_connect.client.worker_errors import library_errors
 from hudi_connect.errors import (
     HistoryUnavailableError,
     HudiConnectError,
@@ -70,5 +71,6 @@ __all__ = [
     "bound_server_wait",
     "connect",
     "is_server_lost",
+    "library_errors",
     "require_hudi_server",
 ]

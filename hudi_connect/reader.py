@@ -60,7 +60,6 @@ from hudi_connect.spec.spark_columns import all_of
 SLICES_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("base_file", pa.string()),
                            ("log_files", pa.list_(pa.string()))])
 IS_DELETED = "_hoodie_is_deleted"
-_SCHEMA_LOOKBACK = 10  # archived commits a time travel reads the metadata of, for the schema as of its instant
 COMMIT_TIME = "_hoodie_commit_time"
 
 
@@ -127,13 +126,12 @@ class TableReader:
         commits_in_range: list[Instant] | None = None,
         predicates: Sequence[Expression] = (),
         files: tuple[StoredFile, ...] | None = None,
-        archived: Sequence[Instant] = (),
     ) -> ReadPlan:
-        """``archived``: the archived commits a time travel before the active timeline reads its schema from."""
         props = self.view.properties
-        commits = [*archived, *(i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of)]
-        # Time travel reads with the schema as of its instant, incremental reads with the latest (as Hudi does)
-        schema_commits = list(timeline.write_commits()) if commits_in_range is not None else commits
+        commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
+        # Time travel reads with the schema as of its instant, incremental reads with the latest (as Hudi does);
+        # so does a time travel before the active timeline: Hudi looks for its schema there only
+        schema_commits = commits if commits_in_range is None and commits else list(timeline.write_commits())
         schema_json = latest_schema_json(schema_commits, metadata)
         if schema_json is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema at {as_of or 'its latest'}")
@@ -217,18 +215,17 @@ class TableReader:
         timeline, files = self.index.timeline_and_files()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
-        archived = (self._check_time_travel(timeline, as_of, following=following)
-                    if time_travel and as_of is not None else [])
-        metadata |= self.view.archived_commit_metadata(archived)
-        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files, archived)
+        if time_travel and as_of is not None:
+            self._check_time_travel(timeline, as_of, following=following)
+        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files)
         if read_optimized:  # base files only: what compaction has merged so far
             bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)
             plan = dataclasses.replace(plan, slices=bases)
         return self._execute(plan, timeline, as_of), plan
 
-    def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> list[Instant]:
-        """Hudi's checks of a time travel (``validateTimestampAsOf``), refusing what it refuses; the archived
-        commits whose schema a read before the active timeline takes (the latest few). ``following``: for a
+    def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> None:
+        """Hudi's checks of a time travel (``validateTimestampAsOf``), refusing what it refuses, and a time
+        before the table's first commit (archived or not). ``following``: for a
         reader following the timeline by completion time, which reads a write pending before ``as_of`` when
         it completes, the pending-write check does not apply."""
         where = f"the table at {self._base_path}"
@@ -243,11 +240,12 @@ class TableReader:
             raise HistoryUnavailableError(
                 f"cannot read {where} as of {as_of}: {bound.reason}, so files of earlier instants may have been "
                 "cleaned", earliest_answerable=bound.instant)
-        first = timeline.first()
-        if first is None or as_of >= first.requested_time:
-            return []
-        archived = self.view.archived_timeline(timeline, needed_for="a time travel before the active timeline")
-        return [c for c in archived.write_commits() if c.requested_time <= as_of][-_SCHEMA_LOOKBACK:]
+        active = timeline.write_commits().first()
+        if active is None or as_of >= active.requested_time:
+            return
+        first = next(iter(self.view.archived_timeline(timeline).write_commits()), active)
+        if as_of < first.requested_time:
+            raise InvalidInstantError(f"cannot read {where} as of {as_of}: its first commit is {first.requested_time}")
 
     # --- public reads -----------------------------------------------------------------------
 
@@ -265,7 +263,7 @@ class TableReader:
     def as_of(self, instant: Instant | str, predicates: Sequence[Expression] = ()) -> DataFrame:
         """The table as of a completed instant (by requested time), where Hudi's time travel answers: before the
         first pending write, and not older than the cleaner retains (:class:`HistoryUnavailableError` otherwise);
-        archived instants whose files remain are read with their own schema."""
+        archived instants whose files remain are read with the latest schema, as Hudi reads them."""
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
         return self._read(requested, predicates=predicates, time_travel=True)[0]
 
@@ -320,15 +318,12 @@ class TableReader:
         first = timeline.first()
         archived: list[Instant] = []
         if first is not None and timeline.begins_before(begin, by_completion=by_completion):
-            if by_completion:
-                history = self.view.archived_timeline(timeline, needed_for="an incremental read from archived history")
-                archived = history.commits_between(begin, end)
-                last = history.last_write_commit()
-                if archived and last is not None:
-                    return (f"reaches commits Hudi archived (the last at {last.completion_time})",
-                            last.completion_time, archived)
-            elif range_time(begin, by_completion=False) < first.requested_time and self.view.has_v6_archive():
-                return f"begins before the active timeline (at {first.requested_time})", first.requested_time, []
+            history = self.view.archived_timeline(timeline)
+            archived = history.commits_between(begin, end)
+            last = history.last_write_commit()
+            if archived and last is not None:
+                last_time = range_time(last, by_completion=by_completion)
+                return f"reaches commits Hudi archived (the last at {last_time})", last_time, archived
         bound = self.view.cleaned_bound(timeline)
         missing = self._missing_file(commits) if bound is not None and bound.may_have_cleaned(commits) else None
         if bound is None or missing is None:

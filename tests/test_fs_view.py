@@ -8,6 +8,7 @@ import pytest
 from hudi import HudiTableBuilder
 
 from hudi_connect.format.fs_view import BaseFile, LogFile, StoredFile, file_slices_at, parse_data_file
+from hudi_connect.format.timeline import Timeline, parse_instant_file_name
 from hudi_connect.testing.fixture_tables import fixture_names, local_table_view, unzip_fixture
 
 
@@ -40,3 +41,17 @@ def test_latest_file_slices_equal_hudi_rs(tmp_path: Path, name: str) -> None:
         for s in rs_table.get_file_slices()
     }
     assert ours == theirs
+
+
+def test_a_version_6_metadata_tables_own_instants_have_twenty_digits() -> None:
+    # Hudi 0.x and 1.x name a version-6 metadata table's compactions after the data instant plus "001": missing
+    # them once left only the table's first, empty slice of the files partition (an empty listing)
+    compaction = parse_instant_file_name("20261125112725681001.commit")
+    assert compaction is not None and compaction.requested_time == "20261125112725681001"
+    timeline = Timeline.from_files([compaction, parse_instant_file_name("00000000000000010.deltacommit")])
+    stored = [StoredFile("files", "files-0000-0_0-1243-4833_00000000000000010.hfile", 1),
+              StoredFile("files", "files-0000-0_0-1405-5963_20261125112725681001.hfile", 1),
+              StoredFile("files", ".files-0000-0_20261125112725681001.log.1_2-1434-6371", 1)]
+    [latest] = file_slices_at(stored, timeline, table_version=6)
+    assert latest.base_file is not None and latest.base_file.instant_time == "20261125112725681001"
+    assert [f.name for f in latest.log_files] == [".files-0000-0_20261125112725681001.log.1_2-1434-6371"]

@@ -50,7 +50,20 @@ def test_table_properties_of_fixtures(
     assert (props.version, props.table_type, props.record_key_fields) == (version, table_type, key)
     assert (props.ordering_fields, props.partition_fields) == (ordering, partitions)
     assert props.timeline_dir == ("timeline" if version >= 8 else "")
+    # the archived timeline: version 6's log files where hoodie.archivelog.folder says (Hudi 0.x: "archived")
+    assert props.archive_dir == ("timeline/history" if version >= 8 else "archived")
+    if version == 6:
+        assert (tables[name] / ".hoodie" / props.archive_dir).is_dir()
     assert not props.cdc_enabled
+
+
+def test_the_archive_of_a_version_6_table_is_where_its_properties_say() -> None:
+    written_by_hudi_1 = {"hoodie.table.version": "6", "hoodie.table.type": "COPY_ON_WRITE",
+                         "hoodie.archivelog.folder": "history", "hoodie.timeline.layout.version": "1"}
+    assert TableProperties.from_properties(written_by_hudi_1).archive_dir == "history"
+    moved = {"hoodie.table.version": "9", "hoodie.table.type": "MERGE_ON_READ", "hoodie.timeline.layout.version": "2",
+             "hoodie.timeline.path": "tl", "hoodie.timeline.history.path": "lsm"}
+    assert TableProperties.from_properties(moved).archive_dir == "tl/lsm"
 
 
 def test_metadata_partitions_are_read(tables: dict[str, Path]) -> None:

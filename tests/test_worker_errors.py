@@ -3,7 +3,9 @@ Spark 3.5 Connect client shows for an exception in ``mapInArrow``)."""
 
 from __future__ import annotations
 
-from hudi_connect.client.worker_errors import worker_refusal
+import pytest
+
+from hudi_connect.client.worker_errors import library_errors, worker_refusal
 from hudi_connect.errors import UnsupportedTableFeatureError
 
 WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
@@ -27,3 +29,12 @@ def test_a_worker_refusal_becomes_the_same_class() -> None:
 def test_other_worker_errors_stay_as_they_are() -> None:
     assert worker_refusal(RuntimeError("FileNotFoundError: part=p0/x.parquet")) is None
     assert worker_refusal(RuntimeError("hudi_connect.errors.NoSuchError: made up")) is None
+
+
+def test_library_errors_raises_a_worker_refusal_as_ours_around_the_users_code() -> None:
+    with pytest.raises(UnsupportedTableFeatureError) as caught, library_errors():
+        raise RuntimeError(WORKER_TEXT)  # what collecting a DataFrame planned by the library raises
+    assert "raised in a Spark worker" in str(caught.value)
+    assert caught.value.__suppress_context__ and isinstance(caught.value.__context__, RuntimeError)
+    with pytest.raises(RuntimeError, match="FileNotFoundError"), library_errors():
+        raise RuntimeError("FileNotFoundError: part=p0/x.parquet")

@@ -136,24 +136,16 @@ class ChangeQuery:
         if not commits or (commits[0] not in in_range
                            and not timeline.begins_before(begin, by_completion=by_completion)):
             return commits, in_range
-        begin_time = range_time(begin, by_completion=by_completion)
-        where = f"the change query of {self._base_path} from {begin_time}"
-        if not by_completion:  # version 6: the archive is not decoded, so the predecessor is not known
-            if view.has_v6_archive():
-                raise HistoryUnavailableError(
-                    f"{where} reaches the active timeline's first commit ({commits[0].requested_time}), and Hudi "
-                    "archived what came before it (the archive of table version 6 is not read)",
-                    earliest_answerable=commits[0].requested_time)
-            return commits, in_range
-        history = view.archived_timeline(timeline, needed_for="a change query")
+        history = view.archived_timeline(timeline)
         last = history.last_write_commit()
         if last is None:
             return commits, in_range
         if history.commits_between(begin, end):
+            last_time = range_time(last, by_completion=by_completion)
             raise HistoryUnavailableError(
-                f"{where} reaches commits Hudi archived (the last at {last.completion_time}); changes are not "
-                "computed from part of a range (Hudi's CDC query fails there too)",
-                earliest_answerable=last.completion_time)
+                f"the change query of {self._base_path} from {range_time(begin, by_completion=by_completion)} "
+                f"reaches commits Hudi archived (the last at {last_time}); changes are not computed from part "
+                "of a range (Hudi's CDC query fails there too)", earliest_answerable=last_time)
         return [last, *commits], in_range
 
     @over_connect("planning a change query")

@@ -208,7 +208,7 @@ def over_connect(doing: str, *, outcome: str = "") -> Callable[[Callable[P, R]],
                 if session is None:
                     refusal = worker_refusal(error) if not isinstance(error, HudiConnectError) else None
                     if refusal is not None:
-                        raise refusal from error
+                        raise refusal from None  # the Spark error (a worker traceback) stays its __context__
                     raise
                 inner = error if isinstance(error, ServerUnavailableError) else None
                 if inner is not None and not outcome:

@@ -14,13 +14,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client import remote_files
+from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import over_connect
+from hudi_connect.client.task_rows import spark_schema, task_rows
 from hudi_connect.errors import InvalidInstantError, NotAHudiTableError, TableNotFoundError
+from hudi_connect.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
 from hudi_connect.executor.object_store import StorageOp, StorageResult
 from hudi_connect.format import archived_timeline as archive
 from hudi_connect.format.archived_timeline import ArchivedTimeline, archived_instant
@@ -52,7 +55,7 @@ class _ArchiveCache:
     """The archived timeline once read, shared by a view and its pinned copies."""
 
     timeline: ArchivedTimeline | None = None
-    files: tuple[str, ...] = ()  # the LSM's live Parquet files
+    files: tuple[str, ...] = ()  # the LSM's live Parquet files, or version 6's archive log files
     active_from: str = ""  # the first instant of the active timeline it was read beside
 
 
@@ -118,57 +121,68 @@ class TimelineView:
         view.pinned_files = files
         return view
 
-    def archived_timeline(self, timeline: Timeline, *, needed_for: str) -> ArchivedTimeline:
+    def archived_timeline(self, timeline: Timeline) -> ArchivedTimeline:
         """The instants Hudi archived before the active ``timeline`` (read again only once archival moved its
-        first instant on). ``needed_for``: what the caller reads, named in the refusal of a version-6 archive
-        (not decoded)."""
+        first instant on): the LSM timeline of versions 8 and 9, or the archive log files of version 6."""
         first = timeline.first()
         key = first.requested_time if first else ""
         if self._archive.timeline is not None and self._archive.active_from == key:
             return self._archive.timeline
         self._archive.timeline, self._archive.active_from = None, key
+        directory = f"{self._base_path}/.hoodie/{self.properties.archive_dir}"
+        by_completion = self.properties.version >= 8
+        if by_completion:
+            self._archive.files = self._lsm_files(directory)
+            rows = (self._spark.read.parquet(*self._archive.files)
+                    .select(archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION).collect()
+                    if self._archive.files else [])
+        else:
+            self._archive.files = tuple(sorted(f.path for f in remote_files.list_directory(self._spark, directory)
+                                               if f.name.startswith(archive.V6_ARCHIVE_PREFIX)))
+            rows = (self._v6_entries().select("instant_time", "completion_time", "action").collect()
+                    if self._archive.files else [])
+        instants = {archived_instant(r[0], r[1], r[2]) for r in rows}
+        # an archival that stopped before removing its instants from the active timeline leaves them in both
+        self._archive.timeline = ArchivedTimeline(
+            tuple(sorted(i for i in instants if i is not None and (not key or i.requested_time < key))),
+            by_completion=by_completion)
+        return self._archive.timeline
+
+    def _lsm_files(self, directory: str) -> tuple[str, ...]:
+        """The live Parquet files of the LSM timeline in ``directory`` (none if nothing was archived)."""
         where = f"the table at {self._base_path}"
-        if not self.properties.timeline_dir:  # version 6: Hudi log files under .hoodie/archived
-            if self.has_v6_archive():
-                raise archive.refuse_v6_archive(where, needed_for=needed_for)
-            self._archive.timeline = ArchivedTimeline()
-            return self._archive.timeline
-        directory = f"{self.timeline_directory}/{archive.LSM_DIRECTORY}"
         version = run_storage_ops(self._spark, [StorageOp("get", f"{directory}/{archive.VERSION_FILE}")])[0]
         if not version.ok:
-            self._archive.timeline = ArchivedTimeline()
-            return self._archive.timeline
+            return ()
         manifest_path = f"{directory}/{archive.manifest_name(version.text, where=where)}"
         manifest = run_storage_ops(self._spark, [StorageOp("get", manifest_path)])[0]
         if not manifest.ok:
             raise InvalidInstantError(f"{where}: the archived timeline's {manifest_path} is missing")
-        self._archive.files = tuple(f"{directory}/{name}"
-                                    for name in archive.manifest_files(manifest.text, where=where))
-        rows = (self._spark.read.parquet(*self._archive.files)
-                .select(archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION).collect()
-                if self._archive.files else [])
-        instants = (archived_instant(r[0], r[1], r[2]) for r in rows)
-        self._archive.timeline = ArchivedTimeline(tuple(sorted(i for i in instants if i is not None)))
-        return self._archive.timeline
+        return tuple(f"{directory}/{name}" for name in archive.manifest_files(manifest.text, where=where))
 
-    def has_v6_archive(self) -> bool:
-        """Whether a table of version 6 has archived instants (Hudi log files under .hoodie/archived)."""
-        directory = f"{self._base_path}/.hoodie/{archive.V6_ARCHIVE_DIRECTORY}"
-        return any(f.name.startswith(archive.V6_ARCHIVE_PREFIX)
-                   for f in remote_files.list_directory(self._spark, directory))
+    def _v6_entries(self) -> DataFrame:
+        """The completed instants of the version-6 archive files, decoded on the executors (a plan)."""
+        ship_package(self._spark)
+        return task_rows(self._spark, [(f,) for f in self._archive.files], ARCHIVE_FILES).mapInArrow(
+            decode_v6_archives, spark_schema(ARCHIVED_INSTANTS))
 
     def archived_commit_metadata(self, instants: Sequence[Instant]) -> dict[Instant, CommitMetadata]:
         """Decoded metadata of archived write instants (after :meth:`archived_timeline`), each read once."""
         wanted = {f"archived:{i.requested_time}": i for i in instants if i.writes_data}
         missing = sorted(i.requested_time for key, i in wanted.items() if key not in self._metadata_cache)
         if missing and self._archive.files:
-            rows = (self._spark.read.parquet(*self._archive.files)
-                    .where(F.col(archive.INSTANT_TIME).isin(missing))
-                    .select(archive.INSTANT_TIME, archive.METADATA).collect())
-            for time, data in rows:
+            if self.properties.version >= 8:
+                found = (self._spark.read.parquet(*self._archive.files)
+                         .where(F.col(archive.INSTANT_TIME).isin(missing))
+                         .select(archive.INSTANT_TIME, archive.METADATA).collect())
+            else:
+                found = (self._v6_entries().where(F.col("instant_time").isin(missing))
+                         .select("instant_time", "metadata_json").collect())
+            for time, data in found:
                 key = f"archived:{time}"
                 if data is not None and key in wanted:
-                    self._metadata_cache[key] = decode_commit_metadata(bytes(data), name=f"archived instant {time}")
+                    content = data.encode() if isinstance(data, str) else bytes(data)
+                    self._metadata_cache[key] = decode_commit_metadata(content, name=f"archived instant {time}")
         return {i: self._metadata_cache[key] for key, i in wanted.items() if key in self._metadata_cache}
 
     def cleaned_bound(self, timeline: Timeline) -> CleanedBound | None:
@@ -220,7 +234,7 @@ class TimelineView:
         instants = list(reversed(timeline.instants))[:limit]
         entries = history_entries(instants, self.commit_metadata(instants))
         if limit is None or len(entries) < limit:
-            archived = list(reversed(self.archived_timeline(timeline, needed_for="the history").instants))
+            archived = list(reversed(self.archived_timeline(timeline).instants))
             archived = archived[:limit - len(entries)] if limit is not None else archived
             entries += history_entries(archived, self.archived_commit_metadata(archived), archived=True)
         return entries

@@ -4,14 +4,20 @@ A worker that meets something the readers do not implement raises one of :mod:`h
 hands the client a ``PythonException`` whose text ends with the worker's traceback, its last line
 ``hudi_connect.errors.<Class>: <message>``. Calls that collect on the client (:func:`over_connect`) raise
 that class again with the message, so a user catches the same class whether a refusal was found while
-planning or while reading. (A DataFrame the user collects raises pyspark's error: it runs outside the
-library.)
+planning or while reading. A DataFrame the user runs runs outside the library: :func:`library_errors` does
+the same around any code of theirs. The Spark error stays reachable as the refusal's ``__context__``, but is
+not printed: its text is the worker's traceback.
+
+    with hudi_connect.library_errors():
+        rows = TableReader(spark, path).snapshot().collect()   # UnsupportedTableFeatureError, not PythonException
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hudi_connect import errors
 from hudi_connect.errors import HudiConnectError
@@ -33,3 +39,18 @@ def worker_refusal(error: BaseException) -> HudiConnectError | None:
         if name not in ("self", "message", "where", "detail"):
             setattr(refusal, name, None)
     return refusal
+
+
+@contextmanager
+def library_errors() -> Iterator[None]:
+    """Around code that runs DataFrames the library planned: a refusal raised in a Spark worker is raised as
+    the library's own class (:func:`worker_refusal`); every other error passes unchanged."""
+    try:
+        yield
+    except HudiConnectError:
+        raise
+    except Exception as error:
+        refusal = worker_refusal(error)
+        if refusal is None:
+            raise
+        raise refusal from None

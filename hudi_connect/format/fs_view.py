@@ -29,17 +29,18 @@ from dataclasses import dataclass
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.timeline import Instant, Timeline
+from hudi_connect.format.timeline import INSTANT_TIME_PATTERN, Instant, Timeline
 
 # hfile: the metadata table's base files (a data table of HFile base files is refused by its properties);
 # lance: Hudi 1.2's Lance base files
 _BASE_FILE = re.compile(
-    r"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>\d{14,17})\.(?P<ext>parquet|hfile|lance)$")
+    rf"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>{INSTANT_TIME_PATTERN})\.(?P<ext>parquet|hfile|lance)$")
 # Named like a base file but of another format (orc, ...), or an RFC-103 native log file.
-_OTHER_BASE_FILE = re.compile(r"^[^.][^_]*_[^_]+_\d{14,17}\.(?P<ext>[A-Za-z0-9]+)$")
+_OTHER_BASE_FILE = re.compile(rf"^[^.][^_]*_[^_]+_{INSTANT_TIME_PATTERN}\.(?P<ext>[A-Za-z0-9]+)$")
 _NATIVE_LOG_FILE = re.compile(r"\.(?P<kind>log|deletes)\.(?P<ext>parquet)$")
 _LOG_FILE = re.compile(
-    r"^\.(?P<file_id>.+)_(?P<instant>\d{14,17})\.log\.(?P<version>\d+)(?:_(?P<token>[^.]+))?(?P<cdc>\.cdc)?$"
+    rf"^\.(?P<file_id>.+)_(?P<instant>{INSTANT_TIME_PATTERN})\.log\.(?P<version>\d+)(?:_(?P<token>[^.]+))?"
+    r"(?P<cdc>\.cdc)?$"
 )
 
 

@@ -125,6 +125,16 @@ class TableProperties:
         return ""
 
     @property
+    def archive_dir(self) -> str:
+        """Where archived instants live relative to ``.hoodie``: the LSM timeline of versions 8 and 9
+        (``hoodie.timeline.history.path`` under the timeline), or version 6's log files
+        (``hoodie.archivelog.folder``: ``archived`` by default, ``history`` where Hudi 1.x wrote the table)."""
+        if self.version >= 8:
+            history = self.raw.get("hoodie.timeline.history.path") or "history"
+            return f"{self.timeline_dir}/{history}" if self.timeline_dir else history
+        return self.raw.get("hoodie.archivelog.folder") or "archived"
+
+    @property
     def partitioned(self) -> bool:
         return bool(self.partition_fields)
 

@@ -182,6 +182,14 @@ def partial_updates(props: TableProperties) -> tuple[bool, TableFeature | None]:
                                "only IGNORE_DEFAULTS (a null field keeps the older value) is read")
 
 
+def records_merge_columns(props: TableProperties) -> bool:
+    """Whether a merged record may take its columns from different files of its slice: under a partial update
+    mode, or on MOR tables of version 8+, where MERGE INTO's partial SETs write partial-update log blocks (nothing
+    in the table's properties tells whether any were). One file's column statistics then cannot rule out a
+    predicate over several columns (``price = 99 AND name = 'a'``, price from a log file, name from the base)."""
+    return partial_updates(props)[0] or (props.is_merge_on_read and props.version >= 8)
+
+
 def record_key_encoding(props: TableProperties) -> tuple[KeyEncoding | None, TableFeature | None]:
     """How the table's record keys are spelled, needed where the readers build keys from data
     (tables written without meta fields); or why that cannot be known."""

@@ -46,7 +46,11 @@ class Action(StrEnum):
 WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
 _STATE_RANK = {InstantState.REQUESTED: 0, InstantState.INFLIGHT: 1, InstantState.COMPLETED: 2}
 _INSTANT_TIME = re.compile(r"^\d{14}(\d{3})?$")
-_FILE_NAME = re.compile(r"^(?P<requested>\d{14,17})(?:_(?P<completed>\d{14,17}))?(?:\.(?P<rest>[a-z.]+))?$")
+# An instant time in a file name: seconds or milliseconds, and on a metadata table of version 6 a three-digit
+# suffix for its own actions (compaction 001, clean 002, ...: 20 digits)
+INSTANT_TIME_PATTERN = r"\d{14,20}"
+_FILE_NAME = re.compile(rf"^(?P<requested>{INSTANT_TIME_PATTERN})(?:_(?P<completed>{INSTANT_TIME_PATTERN}))?"
+                        r"(?:\.(?P<rest>[a-z.]+))?$")
 
 
 def validate_instant_time(value: str) -> str:
@@ -188,8 +192,10 @@ class Timeline:
     def begins_before(self, begin: Instant | str, *, by_completion: bool) -> bool:
         """Whether a range from ``begin`` may reach before this timeline's first instant (into archived history)."""
         first = self.first()
-        return first is not None and range_time(begin, by_completion=by_completion) < (
-            first.completion_time or first.requested_time)
+        if first is None:
+            return False
+        first_time = (first.completion_time or first.requested_time) if by_completion else first.requested_time
+        return range_time(begin, by_completion=by_completion) < first_time
 
     def commits_between(self, begin: Instant | str, end: Instant | str | None, *,
                         by_completion: bool) -> list[Instant]:

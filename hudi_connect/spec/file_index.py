@@ -62,6 +62,7 @@ from hudi_connect.format.table_features import (
     check_timeline_readable,
     opaque_partition_fields,
     partial_updates,
+    records_merge_columns,
 )
 from hudi_connect.format.table_schema import record_schema
 from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
@@ -193,12 +194,9 @@ class FileIndex:
         return columns
 
     def _merges_columns(self, columns: Sequence[str]) -> bool:
-        """Whether merged records may take columns from different files (partial updates: the table's partial
-        update mode, or MERGE INTO's partial log blocks on MOR tables of version 8 and later), so that a
-        record can satisfy a predicate over several columns no single file's statistics admit (a=1 from the
-        base file, b=2 from a log file): such slices are then not pruned by statistics."""
-        props = self.view.properties
-        return len(columns) > 1 and (self.partial_updates or (props.is_merge_on_read and props.version >= 8))
+        """Whether a predicate over ``columns`` may hold for a merged record that no single file's statistics
+        admit (:func:`records_merge_columns`): such slices are then not pruned by statistics."""
+        return len(columns) > 1 and records_merge_columns(self.view.properties)
 
     def _with_stats(self, files: DataFrame, state: TableState, predicate: Expression | None) -> DataFrame:
         """The listing with ``may_match``: False where a file's column statistics exclude the predicate

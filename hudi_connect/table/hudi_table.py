@@ -44,6 +44,7 @@ from hudi_connect.format.table_config import (
     TableProperties,
     TableType,
 )
+from hudi_connect.format.table_features import records_merge_columns
 from hudi_connect.format.table_schema import META_COLUMNS
 from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
 from hudi_connect.table import options as opts
@@ -452,6 +453,10 @@ class HudiTable:
         if self._uses_schema_on_read():
             # Hudi matches columns by id only when the read asks for it; otherwise a renamed column reads null
             options = {**options, "hoodie.schema.on.read.enable": "true"}
+        if records_merge_columns(self._properties):
+            # Hudi 1.2's data skipping prunes a slice whose merged record matches a filter over several columns
+            # that none of its files' statistics admit (partial-update log blocks): it would return no row
+            options = {**options, "hoodie.enable.data.skipping": "false"}
         return self._spark.read.format("hudi").options(**options).load(self._base_path)
 
     def _uses_schema_on_read(self) -> bool:
@@ -477,8 +482,8 @@ class HudiTable:
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
         timeline = self.timeline()
         first = timeline.write_commits().first()
-        if first is not None and requested < first.requested_time and self._properties.version >= 8:
-            archived = self._view.archived_timeline(timeline, needed_for="a time travel").write_commits()
+        if first is not None and requested < first.requested_time:
+            archived = self._view.archived_timeline(timeline).write_commits()
             first = archived[0] if archived else first  # Hudi answers while the cleaner has not taken the files
         if first is None or requested < first.requested_time:
             raise InvalidInstantError(
@@ -500,14 +505,21 @@ class HudiTable:
 
     @over_connect("planning an incremental read")
     def incremental(
-        self, begin: Instant | str, end: Instant | str | None = None, *, with_meta_columns: bool = False
+        self, begin: Instant | str, end: Instant | str | None = None, *, with_meta_columns: bool = False,
+        fallback_to_full_scan: bool | None = None,
     ) -> DataFrame:
-        """Latest state of the records changed by commits in (begin, end]; 'earliest' starts at the beginning."""
+        """Latest state of the records changed by commits in (begin, end]; 'earliest' starts at the beginning.
+        ``fallback_to_full_scan``: Hudi's ``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` (unset:
+        Hudi's default, on for tables of version 8+ and off for version 6, where a range reaching archived
+        commits then reads the active timeline's part only)."""
         begin_time = self._range_time(begin)
         end_time = self._range_time(end) if end is not None else None
         if end_time is not None and end_time < begin_time:
             raise InvalidInstantError(f"the incremental range ({begin_time}, {end_time}] ends before it begins")
-        df = self._read(opts.incremental_options(begin_time, end_time))
+        options = opts.incremental_options(begin_time, end_time)
+        if fallback_to_full_scan is not None:
+            options["hoodie.datasource.read.incr.fallback.fulltablescan.enable"] = str(fallback_to_full_scan).lower()
+        df = self._read(options)
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
     @over_connect("planning Hudi's CDC query")

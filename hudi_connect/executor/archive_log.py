@@ -1,0 +1,38 @@
+"""Decoding a version-6 table's archived timeline where its log files are: one row per completed instant.
+
+    rows = task_rows(spark, [(uri,) for uri in archive_files], ARCHIVE_FILES).mapInArrow(
+        decode_v6_archives, spark_schema(ARCHIVED_INSTANTS))          # client.timeline_view
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from hudi_connect.executor.storage import read_many
+from hudi_connect.format.archived_timeline import v6_archive_entries
+
+ARCHIVE_FILES = pa.schema([("uri", pa.string())])
+ARCHIVED_INSTANTS = pa.schema([
+    ("instant_time", pa.string()), ("action", pa.string()), ("completion_time", pa.string()),
+    ("metadata_json", pa.string()),
+])
+_READ_AHEAD = 8  # archive files read at once: concurrently over object stores, yet few in memory
+
+
+def decode_v6_archives(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: the completed instants (and write commits' metadata) of each archive file."""
+    for batch in batches:
+        uris = [str(uri) for uri in batch.column(0).to_pylist()]
+        for start in range(0, len(uris), _READ_AHEAD):
+            chunk = uris[start:start + _READ_AHEAD]
+            yield from _chunk_entries(chunk, read_many(chunk))
+
+
+def _chunk_entries(uris: list[str], contents: list[bytes]) -> Iterator[pa.RecordBatch]:
+    for uri, content in zip(uris, contents, strict=True):
+        entries = v6_archive_entries(content, where=f"the archive file {uri}")
+        yield pa.RecordBatch.from_pylist(
+            [{"instant_time": e.instant_time, "action": e.action, "completion_time": e.completion_time,
+              "metadata_json": e.metadata_json} for e in entries], schema=ARCHIVED_INSTANTS)
