@@ -103,9 +103,9 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell) 
     commits = [*archived, *timeline.write_commits()]
     refused: list[str] = []
 
-    def compare(ours: DataFrame, theirs: DataFrame, what: str) -> None:
+    def compare(ours: DataFrame, theirs: DataFrame, what: str, unmatched: frozenset[str] = frozenset()) -> None:
         assert set(ours.columns) - IGNORED == set(theirs.columns) - IGNORED, what
-        columns = sorted(set(ours.columns) - IGNORED)
+        columns = sorted(set(ours.columns) - IGNORED - unmatched)
         types = {f.name: f.dataType.simpleString() for f in theirs.schema.fields if f.name in columns}
         if cell.key_generator == "timestamp":
             types.pop("event_ms")  # see below
@@ -119,7 +119,14 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell) 
 
     compare(reader.snapshot(), table.snapshot(with_meta_columns=True), "snapshot")
     for commit in commits:
-        compare(reader.as_of(commit), table.as_of(commit, with_meta_columns=True), f"as of {commit}")
+        # Hudi finds no InternalSchema for an archived instant (it looks in the active timeline only), so it reads
+        # a renamed column of older files as null; ours maps it by id, as it does for active instants
+        unmatched = frozenset({"title"}) if cell.schema_change == "schema_on_read" and commit in archived \
+            else frozenset()
+        compare(reader.as_of(commit), table.as_of(commit, with_meta_columns=True), f"as of {commit}", unmatched)
+        if unmatched:
+            renamed_values = {r.title for r in reader.as_of(commit).collect()} - {None}
+            assert renamed_values, f"as of {commit}: the renamed column has no values"
     history = reader.view.archived_timeline(timeline)
     by_completion = table.properties.version >= 8
     # SQL's partial SETs leave partial-update log blocks on MOR tables of version 8+
@@ -141,6 +148,8 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell) 
             continue
         compare(reader.incremental(begin, end), state.where(state["_hoodie_commit_time"].isin(selected)), what)
     outcome = "equal"
+    if cell.schema_change == "schema_on_read" and archived:
+        outcome += "; as of archived commits Hudi reads the renamed column as null (compared without it)"
     if cell.cdc == "off":
         pass
     elif partial_updates(table.properties)[0]:
@@ -148,8 +157,9 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell) 
             ChangeQuery(plain_spark, path)
         outcome += "; change queries refused (partial updates)"
     elif cell.schema_change == "schema_on_read":
+        begin = archived[-1] if archived else "earliest"  # (before it, the archived range is refused first)
         with pytest.raises(UnsupportedTableFeatureError, match="schema-on-read evolution in change queries"):
-            ChangeQuery(plain_spark, path).changes("earliest").collect()
+            ChangeQuery(plain_spark, path).changes(begin).collect()
         outcome += "; change queries refused (schema on read)"
     else:
         query = ChangeQuery(plain_spark, path)

@@ -55,3 +55,14 @@ def test_a_version_6_metadata_tables_own_instants_have_twenty_digits() -> None:
     [latest] = file_slices_at(stored, timeline, table_version=6)
     assert latest.base_file is not None and latest.base_file.instant_time == "20261125112725681001"
     assert [f.name for f in latest.log_files] == [".files-0000-0_20261125112725681001.log.1_2-1434-6371"]
+
+
+def test_log_files_named_before_an_upgrade_from_version_6_stay_in_their_slice() -> None:
+    # Hudi 1.x upgrades a version-6 table to 9 in place; its older log files keep version 6's names (the slice's
+    # base instant, here archived since): their blocks are the slice's, not an already-compacted deltacommit's
+    base = "fg-0_0-1-1_20260101000000000.parquet"
+    log = ".fg-0_20260101000000000.log.1_0-2-2"
+    timeline = Timeline.from_files([parse_instant_file_name("20260102000000000_20260102000000500.commit")])
+    [latest] = file_slices_at([StoredFile("", base, 1), StoredFile("", log, 1)], timeline, table_version=9,
+                              as_of="20260101000000500")
+    assert latest.base_file is not None and [f.name for f in latest.log_files] == [log]

@@ -90,16 +90,25 @@ def metadata_timeline_of(listings: Iterable[Iterable[tuple[str, int | None]]]) -
     return None
 
 
-def _metadata_timeline(source: MetadataSource) -> Timeline | None:
-    filesystem, root = filesystem_for(join(source.metadata_uri, ".hoodie"))
+@dataclass(frozen=True)
+class MetadataTimeline:
+    """The metadata table's timeline, and the table version its files follow, told by where its timeline is:
+    8+ where it has a directory of its own (layout 2), else 6; not assumed to be the data table's."""
 
-    def listing(directory: str) -> list[tuple[str, int | None]]:
+    timeline: Timeline
+    version: int
+
+
+def _metadata_timeline(source: MetadataSource) -> MetadataTimeline | None:
+    filesystem, root = filesystem_for(join(source.metadata_uri, ".hoodie"))
+    for directory in METADATA_TIMELINE_DIRS:
         path = f"{root}/{directory}" if directory else root
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-        return [(i.base_name, int(i.mtime.timestamp() * 1000) if i.mtime else None)
-                for i in infos if i.type == pafs.FileType.File]
-
-    return metadata_timeline_of(listing(d) for d in METADATA_TIMELINE_DIRS)
+        timeline = metadata_timeline_of([[(i.base_name, int(i.mtime.timestamp() * 1000) if i.mtime else None)
+                                          for i in infos if i.type == pafs.FileType.File]])
+        if timeline is not None:
+            return MetadataTimeline(timeline, 8 if directory else 6)
+    return None
 
 
 def valid_block_instants(source: MetadataSource, metadata_timeline: Timeline) -> frozenset[str]:
@@ -117,13 +126,13 @@ def caught_up(source: MetadataSource, metadata_timeline: Timeline | None) -> boo
     return any(i.requested_time == source.data.latest_tracked and i.is_completed for i in metadata_timeline)
 
 
-def partition_slices(source: MetadataSource, metadata_timeline: Timeline, partition: str) -> list[FileSlice]:
+def partition_slices(source: MetadataSource, metadata: MetadataTimeline, partition: str) -> list[FileSlice]:
     """The latest slice of each file group of one metadata partition."""
     filesystem, root = filesystem_for(join(source.metadata_uri, partition))
     stored = [StoredFile(partition, info.base_name, info.size or 0)
               for info in filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
               if info.type == pafs.FileType.File]
-    return file_slices_at(stored, metadata_timeline, table_version=source.table_version)
+    return file_slices_at(stored, metadata.timeline, table_version=metadata.version)
 
 
 def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozenset[str],
@@ -146,10 +155,10 @@ def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozense
     return entries
 
 
-def _metadata_listing(source: MetadataSource, timeline: Timeline, keep: PartitionFilter) -> pa.RecordBatch:
-    valid = valid_block_instants(source, timeline)
+def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline, keep: PartitionFilter) -> pa.RecordBatch:
+    valid = valid_block_instants(source, metadata.timeline)
     rows: list[tuple[str, str, int]] = []
-    for file_slice in partition_slices(source, timeline, "files"):
+    for file_slice in partition_slices(source, metadata, "files"):
         for partition, files in partition_files(merge_entries(slice_entries(source, file_slice, valid))).items():
             if keep.keeps(partition):
                 rows.extend((partition, name, size) for name, size in files.files.items() if name not in files.deleted)
@@ -162,9 +171,9 @@ def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
     partition when it has caught up, else from a storage listing."""
     for batch in batches:
         for _ in range(batch.num_rows):
-            timeline = _metadata_timeline(source)
-            if timeline is not None and caught_up(source, timeline):
-                listing = _metadata_listing(source, timeline, keep)
+            metadata = _metadata_timeline(source)
+            if metadata is not None and caught_up(source, metadata.timeline):
+                listing = _metadata_listing(source, metadata, keep)
                 yield listing.append_column("source", pa.array(["metadata"] * listing.num_rows, pa.string()))
             else:
                 base = pa.record_batch({"base_uri": [source.base_uri]})
@@ -186,12 +195,12 @@ def match_by_metadata_stats(source: MetadataSource, predicate: Expression, colum
     """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers."""
     for batch in batches:
         for _ in range(batch.num_rows):
-            timeline = _metadata_timeline(source)
-            if timeline is None or not caught_up(source, timeline):
+            metadata = _metadata_timeline(source)
+            if metadata is None or not caught_up(source, metadata.timeline):
                 continue  # no statistics: nothing is pruned
-            valid = valid_block_instants(source, timeline)
+            valid = valid_block_instants(source, metadata.timeline)
             names, matches = [], []
-            for file_slice in partition_slices(source, timeline, "column_stats"):
+            for file_slice in partition_slices(source, metadata, "column_stats"):
                 merged = merge_entries(slice_entries(source, file_slice, valid))
                 for name, ranges in _ranges(column_stats(merged), columns).items():
                     names.append(name)
@@ -207,11 +216,11 @@ def locate(source: MetadataSource, batches: Iterable[pa.RecordBatch]) -> Iterato
         keys = [k for k in batch.column("record_key").to_pylist() if k is not None]
         if not keys:
             continue
-        timeline = _metadata_timeline(source)
-        if timeline is None:
+        metadata = _metadata_timeline(source)
+        if metadata is None:
             continue
-        valid = valid_block_instants(source, timeline)
-        groups = {s.file_id: s for s in partition_slices(source, timeline, "record_index")}
+        valid = valid_block_instants(source, metadata.timeline)
+        groups = {s.file_id: s for s in partition_slices(source, metadata, "record_index")}
         wanted: dict[str, list[str]] = {}
         for key in keys:
             wanted.setdefault(file_group_id("record_index", file_group_index(key, len(groups))), []).append(key)

@@ -203,8 +203,10 @@ def file_slices_at(
                 completion = completion_of.get(log.instant_time)
                 if not committed(log.instant_time) or (completion is not None and completion <= base_instant):
                     continue
-                if completion is None and log.instant_time <= base_instant:
+                if completion is None and log.instant_time < base_instant:
                     continue  # archived deltacommit before the base file: already compacted
+                # (one named after the base file's own instant was written before an upgrade from version 6,
+                # which named log files after their slice's base instant: its blocks belong to this slice)
             elif log.instant_time < base_instant:
                 continue
             chosen.append(log)
