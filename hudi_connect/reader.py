@@ -240,11 +240,8 @@ class TableReader:
             raise HistoryUnavailableError(
                 f"cannot read {where} as of {as_of}: {bound.reason}, so files of earlier instants may have been "
                 "cleaned", earliest_answerable=bound.instant)
-        active = timeline.write_commits().first()
-        if active is None or as_of >= active.requested_time:
-            return
-        first = next(iter(self.view.archived_timeline(timeline).write_commits()), active)
-        if as_of < first.requested_time:
+        first = self.view.first_write_commit(timeline, reaching=as_of)
+        if first is not None and as_of < first.requested_time:
             raise InvalidInstantError(f"cannot read {where} as of {as_of}: its first commit is {first.requested_time}")
 
     # --- public reads -----------------------------------------------------------------------

@@ -131,22 +131,26 @@ class TimelineView:
         self._archive.timeline, self._archive.active_from = None, key
         directory = f"{self._base_path}/.hoodie/{self.properties.archive_dir}"
         by_completion = self.properties.version >= 8
-        if by_completion:
-            self._archive.files = self._lsm_files(directory)
-            rows = (self._spark.read.parquet(*self._archive.files)
-                    .select(archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION).collect()
-                    if self._archive.files else [])
-        else:
-            self._archive.files = tuple(sorted(f.path for f in remote_files.list_directory(self._spark, directory)
-                                               if f.name.startswith(archive.V6_ARCHIVE_PREFIX)))
-            rows = (self._v6_entries().select("instant_time", "completion_time", "action").collect()
-                    if self._archive.files else [])
+        self._archive.files = self._lsm_files(directory) if by_completion else tuple(sorted(
+            f.path for f in remote_files.list_directory(self._spark, directory)
+            if f.name.startswith(archive.V6_ARCHIVE_PREFIX)))
+        rows = (self._archived_rows().select(archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION).collect()
+                if self._archive.files else [])
         instants = {archived_instant(r[0], r[1], r[2]) for r in rows}
         # an archival that stopped before removing its instants from the active timeline leaves them in both
         self._archive.timeline = ArchivedTimeline(
             tuple(sorted(i for i in instants if i is not None and (not key or i.requested_time < key))),
             by_completion=by_completion)
         return self._archive.timeline
+
+    def first_write_commit(self, timeline: Timeline, *, reaching: str) -> Instant | None:
+        """The table's first write commit, for a read reaching back to ``reaching`` (a requested time): the active
+        timeline's, or the archive's first where ``reaching`` is earlier (the archive is read only then)."""
+        first = timeline.write_commits().first()
+        if first is not None and reaching < first.requested_time:
+            archived = self.archived_timeline(timeline).write_commits()
+            first = archived[0] if archived else first
+        return first
 
     def _lsm_files(self, directory: str) -> tuple[str, ...]:
         """The live Parquet files of the LSM timeline in ``directory`` (none if nothing was archived)."""
@@ -160,8 +164,11 @@ class TimelineView:
             raise InvalidInstantError(f"{where}: the archived timeline's {manifest_path} is missing")
         return tuple(f"{directory}/{name}" for name in archive.manifest_files(manifest.text, where=where))
 
-    def _v6_entries(self) -> DataFrame:
-        """The completed instants of the version-6 archive files, decoded on the executors (a plan)."""
+    def _archived_rows(self) -> DataFrame:
+        """The archive's completed instants, one row each in the LSM's columns (a plan): its Parquet files, or
+        version 6's log files decoded on the executors."""
+        if self.properties.version >= 8:
+            return self._spark.read.parquet(*self._archive.files)
         ship_package(self._spark)
         return task_rows(self._spark, [(f,) for f in self._archive.files], ARCHIVE_FILES).mapInArrow(
             decode_v6_archives, spark_schema(ARCHIVED_INSTANTS))
@@ -171,18 +178,12 @@ class TimelineView:
         wanted = {f"archived:{i.requested_time}": i for i in instants if i.writes_data}
         missing = sorted(i.requested_time for key, i in wanted.items() if key not in self._metadata_cache)
         if missing and self._archive.files:
-            if self.properties.version >= 8:
-                found = (self._spark.read.parquet(*self._archive.files)
-                         .where(F.col(archive.INSTANT_TIME).isin(missing))
-                         .select(archive.INSTANT_TIME, archive.METADATA).collect())
-            else:
-                found = (self._v6_entries().where(F.col("instant_time").isin(missing))
-                         .select("instant_time", "metadata_json").collect())
-            for time, data in found:
+            rows = (self._archived_rows().where(F.col(archive.INSTANT_TIME).isin(missing))
+                    .select(archive.INSTANT_TIME, archive.METADATA).collect())
+            for time, data in rows:
                 key = f"archived:{time}"
                 if data is not None and key in wanted:
-                    content = data.encode() if isinstance(data, str) else bytes(data)
-                    self._metadata_cache[key] = decode_commit_metadata(content, name=f"archived instant {time}")
+                    self._metadata_cache[key] = decode_commit_metadata(bytes(data), name=f"archived instant {time}")
         return {i: self._metadata_cache[key] for key, i in wanted.items() if key in self._metadata_cache}
 
     def cleaned_bound(self, timeline: Timeline) -> CleanedBound | None:

@@ -11,12 +11,12 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from hudi_connect.executor.storage import read_many
-from hudi_connect.format.archived_timeline import v6_archive_entries
+from hudi_connect.format.archived_timeline import ACTION, COMPLETION_TIME, INSTANT_TIME, METADATA, v6_archive_entries
 
 ARCHIVE_FILES = pa.schema([("uri", pa.string())])
+# the LSM timeline's columns, so that readers take either archive alike
 ARCHIVED_INSTANTS = pa.schema([
-    ("instant_time", pa.string()), ("action", pa.string()), ("completion_time", pa.string()),
-    ("metadata_json", pa.string()),
+    (INSTANT_TIME, pa.string()), (ACTION, pa.string()), (COMPLETION_TIME, pa.string()), (METADATA, pa.binary()),
 ])
 _READ_AHEAD = 8  # archive files read at once: concurrently over object stores, yet few in memory
 
@@ -34,5 +34,5 @@ def _chunk_entries(uris: list[str], contents: list[bytes]) -> Iterator[pa.Record
     for uri, content in zip(uris, contents, strict=True):
         entries = v6_archive_entries(content, where=f"the archive file {uri}")
         yield pa.RecordBatch.from_pylist(
-            [{"instant_time": e.instant_time, "action": e.action, "completion_time": e.completion_time,
-              "metadata_json": e.metadata_json} for e in entries], schema=ARCHIVED_INSTANTS)
+            [{INSTANT_TIME: e.instant_time, ACTION: e.action, COMPLETION_TIME: e.completion_time, METADATA: e.metadata}
+             for e in entries], schema=ARCHIVED_INSTANTS)

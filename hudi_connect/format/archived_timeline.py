@@ -74,12 +74,13 @@ def archived_instant(instant_time: str, completion_time: str | None, action: str
 
 @dataclass(frozen=True)
 class V6ArchiveEntry:
-    """One completed instant of a version-6 archive; ``metadata_json``: a write commit's metadata, as JSON."""
+    """One completed instant of a version-6 archive; ``metadata``: a write commit's metadata, as JSON bytes
+    (what the LSM's ``metadata`` column holds for the readers: the bytes of the instant's file)."""
 
     instant_time: str
     action: str
     completion_time: str | None
-    metadata_json: str | None
+    metadata: bytes | None
 
 
 @lru_cache(maxsize=8)
@@ -109,7 +110,7 @@ def v6_archive_entries(content: bytes, *, where: str) -> Iterator[V6ArchiveEntry
             action = str(record.get("actionType") or "")
             metadata = record.get(_V6_METADATA_FIELDS.get(action, ""))
             yield V6ArchiveEntry(str(record.get("commitTime")), action, record.get("stateTransitionTime"),
-                                 json.dumps(metadata, default=str) if metadata is not None else None)
+                                 json.dumps(metadata, default=str).encode() if metadata is not None else None)
 
 
 @dataclass(frozen=True)

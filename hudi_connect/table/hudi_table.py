@@ -481,10 +481,8 @@ class HudiTable:
         """Time travel: the table as of a completed instant (by requested time)."""
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
         timeline = self.timeline()
-        first = timeline.write_commits().first()
-        if first is not None and requested < first.requested_time:
-            archived = self._view.archived_timeline(timeline).write_commits()
-            first = archived[0] if archived else first  # Hudi answers while the cleaner has not taken the files
+        # archived commits too: Hudi answers them while the cleaner has not taken their files
+        first = self._view.first_write_commit(timeline, reaching=requested)
         if first is None or requested < first.requested_time:
             raise InvalidInstantError(
                 f"cannot read {self._base_path} as of {requested}: its first commit is "
