@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for hudi-connect: the Python environment with the
 # project installed, then the stack's components (jars from Maven Central,
-# the Connect token interceptor, MinIO built from Go, PostgreSQL from apt).
+# the Connect token interceptor, MinIO and fake-gcs-server built from Go, Azurite from npm, PostgreSQL from apt).
 # Idempotent; everything is cached in $HUDI_CONNECT_CACHE (~/.cache/hudi-connect).
-# Usage: ci/setup.sh [component ...]   (default: all of jars interceptor minio postgres)
+# Usage: ci/setup.sh [component ...]   (default: all of jars interceptor server-python minio postgres storage-servers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${HUDI_CONNECT_CACHE:-$HOME/.cache/hudi-connect}"

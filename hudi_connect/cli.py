@@ -312,14 +312,17 @@ def _stack_down(args: argparse.Namespace) -> None:
 
 
 def _add_stack_commands(commands: Any) -> None:
-    from hudi_connect.stack.standalone import SERVICES, default_run_dir
+    from hudi_connect.stack.standalone import DEFAULT_SERVICES, SERVICES, default_run_dir
 
     stack = commands.add_parser("stack", help="start or stop MinIO, Kafka, PostgreSQL and Spark Connect (with and "
-                                              "without Hudi) for end-to-end tests in any language")
+                                              "without Hudi), and on request GCS, Azure and HDFS servers, for "
+                                              "end-to-end tests in any language")
     verbs = stack.add_subparsers(dest="verb", required=True)
     up = verbs.add_parser("up", help="start the stack, print its endpoints, stop it on Ctrl-C")
-    up.add_argument("--services", default=",".join(SERVICES),
-                    help=f"comma-separated, of {', '.join(SERVICES)} (hudi and plain: the two Connect servers)")
+    up.add_argument("--services", default=",".join(DEFAULT_SERVICES),
+                    help=f"comma-separated, of {', '.join(SERVICES)} (hudi and plain: the two Connect servers; "
+                         "*-storages: Connect servers that also reach gcs, azurite and hdfs, which they start) "
+                         "(default: %(default)s)")
     up.add_argument("--backend", choices=["local", "docker"], default="local",
                     help="local processes, or containers (a Docker engine, or podman's started for the stack)")
     up.add_argument("--env-file", help="also write the endpoints to this env file")

@@ -131,6 +131,37 @@ class HFileDecodeError(MetadataTableError):
     hudi-connect does not read (a compression codec, a data block encoding)."""
 
 
+class StorageAccessError(HudiConnectError):
+    """A file the readers need could not be reached on its storage: a missing or wrong credential, a denied
+    permission, an unreachable endpoint. ``path`` is the file, ``reason`` the storage's own words.
+
+    Spark's Python workers reach storage with their own environment and the storage's default credential
+    chain, not with the Hadoop settings of the server's JVM, so the message says where they look.
+    """
+
+    def __init__(self, path: str, doing: str, reason: str, credential_sources: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{doing} {path} failed in a Spark worker: {reason}. The server's Python workers take credentials and "
+            f"settings from their own environment: {credential_sources}. Hadoop's settings (spark.hadoop.*) reach "
+            "only the JVM: set them for the workers with spark.executorEnv.* (and the server's own environment "
+            "for a local master), or give the hosts a role")
+
+
+class UnsupportedStorageError(HudiConnectError):
+    """A table path on a storage the jar-free readers have no client for (its URI scheme), refused before
+    any job runs. ``scheme`` names it; ``supported`` lists the schemes there are clients for."""
+
+    def __init__(self, scheme: str, path: str, supported: list[str], *, detail: str = "") -> None:
+        self.scheme = scheme
+        self.path = path
+        self.supported = supported
+        message = (f"{path}: storage scheme {scheme!r} is not one hudi-connect's workers can read "
+                   f"(they read {', '.join(s + '://' for s in supported)} and local paths)")
+        super().__init__(f"{message}; {detail}" if detail else message)
+
+
 class SinkError(HudiConnectError):
     """A reverse-stream sink (Kafka, files, PostgreSQL) refused or failed a batch; the checkpoint did not move."""
 
@@ -153,9 +184,11 @@ __all__ = [
     "ServerUnavailableError",
     "ServiceStartError",
     "SinkError",
+    "StorageAccessError",
     "TableExistsError",
     "TableNotFoundError",
     "UnsupportedOperationError",
+    "UnsupportedStorageError",
     "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
     "WriteFailedError",

@@ -32,14 +32,15 @@ class MavenArtifact:
     artifact: str
     version: str
     transitive: bool = False
+    classifier: str = ""  # a jar beside the main one (``shaded``)
 
     @property
     def coordinate(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}"
+        return f"{self.group}:{self.artifact}:{self.version}" + (f":{self.classifier}" if self.classifier else "")
 
     @property
     def jar_name(self) -> str:
-        return f"{self.artifact}-{self.version}.jar"
+        return f"{self.artifact}-{self.version}" + (f"-{self.classifier}" if self.classifier else "") + ".jar"
 
 
 @dataclass(frozen=True)
@@ -128,9 +129,40 @@ LANCE_ARROW_JARS = JarSet(
         "arrow-format", "arrow-c-data")),
 )
 
+# The connectors a Spark server needs for the other storages (HDFS's client is in pyspark's Hadoop already):
+# Google's GCS connector (shaded, for Hadoop 3) and hadoop-azure (WASB and ABFS) with the Azure SDK it was
+# built against. Only the '*-storages' servers load them.
+GCS_CONNECTOR_VERSION = "hadoop3-2.2.22"
+CLOUD_STORAGE_JARS = JarSet(
+    "cloud-storage",
+    (
+        MavenArtifact("com.google.cloud.bigdataoss", "gcs-connector", GCS_CONNECTOR_VERSION, classifier="shaded"),
+        MavenArtifact("org.apache.hadoop", "hadoop-azure", HADOOP_VERSION),
+        MavenArtifact("com.microsoft.azure", "azure-storage", "7.0.1"),
+        MavenArtifact("org.eclipse.jetty", "jetty-util-ajax", "9.4.43.v20210629"),
+        MavenArtifact("org.eclipse.jetty", "jetty-util", "9.4.43.v20210629"),
+    ),
+)
+
+# An HDFS namenode and datanode for the tests, run from Hadoop's own jars (the server side of HDFS).
+HDFS_SERVER_JARS = JarSet(
+    "hdfs-server",
+    (
+        MavenArtifact("org.apache.hadoop", "hadoop-hdfs", HADOOP_VERSION, transitive=True),
+        MavenArtifact("org.apache.hadoop", "hadoop-common", HADOOP_VERSION, transitive=True),
+        # hadoop-hdfs has the client (protocols, WebHDFS) only as 'provided'
+        MavenArtifact("org.apache.hadoop", "hadoop-hdfs-client", HADOOP_VERSION, transitive=True),
+    ),
+)
+
+# The other storages' servers for the tests: fake-gcs-server (Go) and Azurite (npm)
+FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server"
+FAKE_GCS_VERSION = "v1.54.0"
+AZURITE_VERSION = "3.37.0"
+
 ALL_JAR_SETS = (
     SPARK_CONNECT_JARS, SPARK_AVRO_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS,
-    LANCE_ARROW_JARS, JVM_CLIENT_JARS,
+    LANCE_ARROW_JARS, JVM_CLIENT_JARS, CLOUD_STORAGE_JARS, HDFS_SERVER_JARS,
 )
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus
@@ -142,6 +174,9 @@ SERVER_PYTHON_PACKAGES = (
     "boto3==1.44.5", "pg8000==1.31.6",
     # Lance base files (Hudi 1.2's hoodie.table.base.file.format=LANCE, Lance file format 2.0)
     "pylance==4.0.0",
+    # the other storages' workers: WebHDFS (fsspec, over requests), and the conditional writes pyarrow cannot
+    # express on GCS and Azure (checkpoint claims)
+    "fsspec==2026.9.0", "requests==2.34.2", "google-cloud-storage==3.17.1", "azure-storage-blob==12.31.1",
 )
 
 
@@ -185,7 +220,8 @@ class SparkLine:
 
 
 _SPARK4_WORKERS = ("pyarrow==22.0.0", "pandas==2.3.3", "numpy==2.3.5", "fastavro==1.13.1", "boto3==1.44.5",
-                   "pg8000==1.31.6")
+                   "pg8000==1.31.6", "fsspec==2026.9.0", "requests==2.34.2", "google-cloud-storage==3.17.1",
+                   "azure-storage-blob==12.31.1")
 SPARK4_LINES: dict[str, SparkLine] = {
     "4.0": SparkLine(name="4.0", pyspark="4.0.5", client="pyspark-client>=4.0,<4.1", kafka_connector="4.0.0",
                      kafka_clients="3.9.0", commons_pool2="2.12.0", worker_packages=_SPARK4_WORKERS),

@@ -8,7 +8,15 @@ import pytest
 
 from hudi_connect.client.server import REQUIRED_HUDI_CONFS, missing_hudi_confs
 from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.stack.endpoints import MinioEndpoint, PostgresEndpoint, SparkConnectEndpoint
+from hudi_connect.stack.endpoints import (
+    AzuriteEndpoint,
+    GcsEndpoint,
+    HdfsEndpoint,
+    MinioEndpoint,
+    PostgresEndpoint,
+    SparkConnectEndpoint,
+    StorageEndpoints,
+)
 from hudi_connect.stack.kafka import new_cluster_id, render_server_properties
 from hudi_connect.stack.postgres import postgres_command
 from hudi_connect.stack.spark_connect import HUDI_CONFS, render_server_confs, storage_env
@@ -38,6 +46,30 @@ def test_storage_credentials_never_appear_in_spark_confs() -> None:
     assert MINIO.secret_key not in rendered and MINIO.access_key not in rendered
     assert storage_env(MINIO)["AWS_SECRET_ACCESS_KEY"] == MINIO.secret_key
     assert storage_env(None) == {}
+
+
+STORAGES = StorageEndpoints(GcsEndpoint("http://127.0.0.1:4443"),
+                            AzuriteEndpoint("http://127.0.0.1:10000/devstoreaccount1", "devstoreaccount1", "a2V5"),
+                            HdfsEndpoint("hdfs://127.0.0.1:8020", "127.0.0.1:9870", "/run/hdfs/client-conf"))
+
+
+def test_storages_servers_reach_every_storage_and_hold_minios_keys_in_hadoops_conf_only() -> None:
+    for flavor, hudi in (("hudi-storages", True), ("plain-storages", False)):
+        confs = render_server_confs(flavor, port=1, work_dir=Path("/w"), minio=MINIO, storages=STORAGES)
+        assert (missing_hudi_confs(confs) == []) is hudi
+        assert confs["spark.hadoop.fs.gs.storage.root.url"] == "http://127.0.0.1:4443/"
+        assert confs["spark.hadoop.fs.gs.auth.null.enable"] == "true"
+        # the usual Hadoop way: keys in s3a's settings, which Python workers never see
+        assert confs["spark.hadoop.fs.s3a.access.key"] == MINIO.access_key
+    env = storage_env(MINIO, STORAGES)
+    assert "AWS_ACCESS_KEY_ID" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["AWS_EC2_METADATA_DISABLED"] == "true"  # no instance metadata service is looked for off loopback
+    assert env["STORAGE_EMULATOR_HOST"] == "http://127.0.0.1:4443"
+    assert env["HADOOP_CONF_DIR"] == "/run/hdfs/client-conf"
+    assert "AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1" in env[
+        "AZURE_STORAGE_CONNECTION_STRING"]
+    with pytest.raises(ValueError, match="storages="):
+        render_server_confs("hudi-storages", port=1, work_dir=Path("/w"))  # (start_spark_connect checks it)
 
 
 def test_cluster_server_caps_executors_to_the_two_workers() -> None:

@@ -3,6 +3,8 @@ Spark 3.5 Connect client shows for an exception in ``mapInArrow``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from hudi_connect.client.worker_errors import library_errors, worker_refusal
@@ -38,3 +40,33 @@ def test_library_errors_raises_a_worker_refusal_as_ours_around_the_users_code() 
     assert caught.value.__suppress_context__ and isinstance(caught.value.__context__, RuntimeError)
     with pytest.raises(RuntimeError, match="FileNotFoundError"), library_errors():
         raise RuntimeError("FileNotFoundError: part=p0/x.parquet")
+
+
+def test_a_refusal_leaves_a_worker_body_with_a_one_frame_traceback_and_no_cause() -> None:
+    """Spark 3.5's Connect server cuts a worker's traceback at 2,048 characters and the refusal's class and
+    message are on its last line: a refusal raised deep in a body, from a storage error, must leave short."""
+    import traceback
+
+    from hudi_connect.errors import StorageAccessError
+    from hudi_connect.executor.refusals import worker_body
+    from hudi_connect.executor.storage import storage_access
+
+    def deep(level: int) -> None:
+        if level:
+            deep(level - 1)
+            return
+        with storage_access("gs://lake/t/.hoodie", "listing"):
+            raise PermissionError("403 Forbidden: no credential")
+
+    @worker_body
+    def body(batches: list[int]) -> Iterator[int]:
+        yield from batches
+        deep(10)
+
+    with pytest.raises(StorageAccessError) as refused:
+        list(body([1]))
+    printed = "".join(traceback.format_exception(refused.value))
+    assert "direct cause" not in printed and "During handling" not in printed
+    frames = [line for line in printed.splitlines() if line.strip().startswith('File "')]
+    assert len(frames) == 2 and "refusals.py" in frames[1], printed  # this caller's, and the body's own
+    assert printed.rstrip().splitlines()[-1].startswith("hudi_connect.errors.StorageAccessError: listing gs://lake")

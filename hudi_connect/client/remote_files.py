@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.task_rows import task_rows
 from hudi_connect.executor.object_store import OPS_SCHEMA, StorageOp, StorageResult, execute_ops
+from hudi_connect.executor.storage import location_of
 from hudi_connect.format.fs_view import StoredFile
 
 
@@ -120,6 +121,8 @@ def path_exists(spark: SparkSession, path: str) -> bool:
 
 def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[StorageResult]:
     """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok)."""
+    for op in ops:
+        location_of(op.uri)  # a storage the workers have no client for is refused before any job runs
     ship_package(spark)
     request = json.dumps([asdict(op) for op in ops])
     rows = task_rows(spark, [(request,)], OPS_SCHEMA).mapInArrow(execute_ops, "result string").collect()

@@ -26,8 +26,9 @@ from typing import Any, ParamSpec, TypeVar
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.session_close import guard_close
+from hudi_connect.client.storage_settings import with_server_settings
 from hudi_connect.client.worker_errors import worker_refusal
-from hudi_connect.errors import HudiConnectError, ServerUnavailableError
+from hudi_connect.errors import HudiConnectError, ServerUnavailableError, StorageAccessError
 
 DEFAULT_SERVER_TIMEOUT = 30.0  # seconds of retrying an unreachable server before giving up
 _TIMEOUT_ATTRIBUTE = "_hudi_connect_server_timeout"
@@ -207,6 +208,9 @@ def over_connect(doing: str, *, outcome: str = "") -> Callable[[Callable[P, R]],
                 session = _session_among(args) if is_server_lost(error) else None
                 if session is None:
                     refusal = worker_refusal(error) if not isinstance(error, HudiConnectError) else None
+                    known = _session_among(args)
+                    if isinstance(refusal, StorageAccessError) and known is not None:
+                        refusal = with_server_settings(refusal, known)
                     if refusal is not None:
                         raise refusal from None  # the Spark error (a worker traceback) stays its __context__
                     raise

@@ -25,6 +25,7 @@ from hudi_connect.client.task_rows import spark_schema, task_rows
 from hudi_connect.errors import InvalidInstantError, NotAHudiTableError, TableNotFoundError
 from hudi_connect.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
 from hudi_connect.executor.object_store import StorageOp, StorageResult
+from hudi_connect.executor.storage import location_of
 from hudi_connect.format import archived_timeline as archive
 from hudi_connect.format.archived_timeline import ArchivedTimeline, archived_instant
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
@@ -38,6 +39,7 @@ from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantSt
 
 def load_properties(spark: SparkSession, path: str) -> TableProperties:
     """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
+    location_of(path)  # a storage the workers have no client for is refused before any job runs
     base = path.rstrip("/")
     # by binaryFile, not an executor task (fewer requests to an object store): a session's first call must be
     # one pyspark retries, and shipping our code to the executors (addArtifacts) is not

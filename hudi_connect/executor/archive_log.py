@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.storage import read_many
 from hudi_connect.format.archived_timeline import ACTION, COMPLETION_TIME, INSTANT_TIME, METADATA, v6_archive_entries
 
@@ -21,6 +22,7 @@ ARCHIVED_INSTANTS = pa.schema([
 _READ_AHEAD = 8  # archive files read at once: concurrently over object stores, yet few in memory
 
 
+@worker_body
 def decode_v6_archives(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: the completed instants (and write commits' metadata) of each archive file."""
     for batch in batches:

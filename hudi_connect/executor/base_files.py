@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.executor.storage import filesystem_for
+from hudi_connect.executor.storage import filesystem_for, location_of, storage_access
+from hudi_connect.executor.storage.s3 import S3Settings
 
 LANCE_SUFFIX = ".lance"
 
@@ -25,7 +26,7 @@ def read_base_file(uri: str) -> pa.Table:
     if uri.endswith(LANCE_SUFFIX):
         return read_lance_file(uri)
     filesystem, path = filesystem_for(uri)
-    with filesystem.open_input_file(path) as handle:
+    with storage_access(uri), filesystem.open_input_file(path) as handle:
         return pq.ParquetFile(handle).read(use_threads=False)
 
 
@@ -37,19 +38,25 @@ def read_lance_file(uri: str) -> pa.Table:
             "Lance base files", "base file", uri.rsplit("/", 1)[-1], where="this server's Python workers",
             detail="install pylance in the Python of the server's workers to read them") from error
     parsed = urlparse(uri)
-    if parsed.scheme in ("s3a", "s3", "s3n"):
+    kind = location_of(uri).kind
+    if kind == "s3":
         location, options = f"s3://{parsed.netloc}{parsed.path}", _s3_options()
-    else:
+    elif kind == "local":
         location, options = (parsed.path if parsed.scheme == "file" else uri), None
+    else:  # Lance's own object store has its settings of its own there, not proven here
+        raise UnsupportedTableFeatureError(
+            f"Lance base files on {parsed.scheme}://", "base file", uri.rsplit("/", 1)[-1],
+            detail="hudi-connect reads Lance base files on S3 and local disks")
     return LanceFileReader(location, storage_options=options).read_all().to_table()
 
 
 def _s3_options() -> dict[str, str]:
     env = os.environ
-    options = {"region": env.get("AWS_REGION", "us-east-1")}
-    if env.get("AWS_ENDPOINT_URL"):
-        options["endpoint"] = env["AWS_ENDPOINT_URL"]
-        options["allow_http"] = str(env["AWS_ENDPOINT_URL"].startswith("http:")).lower()
+    settings = S3Settings.from_environment()
+    options = {"region": settings.region or "us-east-1"}
+    if settings.endpoint_url:
+        options["endpoint"] = settings.endpoint_url
+        options["allow_http"] = str(settings.endpoint_url.startswith("http:")).lower()
     if env.get("AWS_ACCESS_KEY_ID"):
         options["access_key_id"] = env["AWS_ACCESS_KEY_ID"]
         options["secret_access_key"] = env.get("AWS_SECRET_ACCESS_KEY", "")

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_connect.errors import LogDecodeError
+from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import SliceReadConfig, _record_keys
 from hudi_connect.executor.storage import join, read_bytes
 from hudi_connect.format.log.blocks import data_block_record_bytes, data_block_records
@@ -63,6 +64,7 @@ def _writer_schema(block: LogBlock) -> str:
     return block.schema_json
 
 
+@worker_body
 def cdc_writer_schemas(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: split rows in, the distinct writer schemas of their CDC blocks out."""
     for batch in batches:
@@ -71,6 +73,7 @@ def cdc_writer_schemas(config: SliceReadConfig, batches: Iterable[pa.RecordBatch
         yield pa.RecordBatch.from_arrays([pa.array(sorted(found), pa.string())], names=["writer_schema"])
 
 
+@worker_body
 def cdc_record_bytes(config: SliceReadConfig, writer_schemas: Mapping[str, int],
                      batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: split rows in, rows of :data:`RECORD_BYTES_SCHEMA` out, one per CDC record.

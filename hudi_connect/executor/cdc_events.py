@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_connect.executor.cdc_as_is import aligned_images, before_after_events, before_only_events, cdc_records
+from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, _record_keys, read_slice
 from hudi_connect.format.schema_evolution import align
 
@@ -135,6 +136,7 @@ def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_key
     return pa.array([old.get(k) != r for k, r in zip(after_keys.to_pylist(), after.to_pylist(), strict=True)])
 
 
+@worker_body
 def change_events(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: rows of :data:`SPLITS_SCHEMA` in, rows of :func:`event_schema` out."""
     for batch in batches:

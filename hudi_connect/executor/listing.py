@@ -15,8 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import listing_batch
-from hudi_connect.executor.storage import data_files, filesystem_for, join
+from hudi_connect.executor.storage import data_files, filesystem_for, join, storage_access
 from hudi_connect.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.format.spec_models import PartitionDescriptor
 
@@ -44,6 +45,7 @@ class PartitionFilter:
         return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)
 
 
+@worker_body
 def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each ``base_uri``: the data files of kept partitions, from a storage listing."""
     for batch in batches:
@@ -94,6 +96,7 @@ def parquet_ranges(metadata: pq.FileMetaData, columns: tuple[str, ...]) -> dict[
     return ranges
 
 
+@worker_body
 def match_by_footer(config: StatsConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each (partition, name) base file: whether its Parquet statistics allow the predicate."""
     for batch in batches:
@@ -101,8 +104,9 @@ def match_by_footer(config: StatsConfig, batches: Iterable[pa.RecordBatch]) -> I
         for row in batch.to_pylist():
             if not row["name"].endswith(".parquet"):
                 continue
-            filesystem, path = filesystem_for(join(config.base_uri, row["partition"], row["name"]))
-            with filesystem.open_input_file(path) as handle:
+            uri = join(config.base_uri, row["partition"], row["name"])
+            filesystem, path = filesystem_for(uri)
+            with storage_access(uri), filesystem.open_input_file(path) as handle:
                 ranges = parquet_ranges(pq.ParquetFile(handle).metadata, config.columns)
             partitions.append(row["partition"])
             names.append(row["name"])

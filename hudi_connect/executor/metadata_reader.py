@@ -22,8 +22,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hudi_connect.executor.listing import MATCH_SCHEMA, PartitionFilter, list_storage
+from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import listing_batch
-from hudi_connect.executor.storage import filesystem_for, join, read_many
+from hudi_connect.executor.storage import join, list_directory, read_many
 from hudi_connect.format.expressions import ColumnRange, Expression, stats_may_match
 from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at
 from hudi_connect.format.log.format import LogBlock, read_log_blocks
@@ -100,10 +101,8 @@ class MetadataTimeline:
 
 
 def _metadata_timeline(source: MetadataSource) -> MetadataTimeline | None:
-    filesystem, root = filesystem_for(join(source.metadata_uri, ".hoodie"))
     for directory in METADATA_TIMELINE_DIRS:
-        path = f"{root}/{directory}" if directory else root
-        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        infos = list_directory(join(source.metadata_uri, ".hoodie", directory))
         timeline = metadata_timeline_of([[(i.base_name, int(i.mtime.timestamp() * 1000) if i.mtime else None)
                                           for i in infos if i.type == pafs.FileType.File]])
         if timeline is not None:
@@ -128,9 +127,8 @@ def caught_up(source: MetadataSource, metadata_timeline: Timeline | None) -> boo
 
 def partition_slices(source: MetadataSource, metadata: MetadataTimeline, partition: str) -> list[FileSlice]:
     """The latest slice of each file group of one metadata partition."""
-    filesystem, root = filesystem_for(join(source.metadata_uri, partition))
     stored = [StoredFile(partition, info.base_name, info.size or 0)
-              for info in filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+              for info in list_directory(join(source.metadata_uri, partition))
               if info.type == pafs.FileType.File]
     return file_slices_at(stored, metadata.timeline, table_version=metadata.version)
 
@@ -165,6 +163,7 @@ def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline, keep: 
     return listing_batch(rows)
 
 
+@worker_body
 def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
                           batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: the data files of kept partitions, from the metadata table's files
@@ -190,6 +189,7 @@ def _ranges(stats: Iterable[ColumnStats], columns: tuple[str, ...]) -> dict[str,
     return by_file
 
 
+@worker_body
 def match_by_metadata_stats(source: MetadataSource, predicate: Expression, columns: tuple[str, ...],
                             batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers."""
@@ -210,6 +210,7 @@ def match_by_metadata_stats(source: MetadataSource, predicate: Expression, colum
                 schema=MATCH_SCHEMA)
 
 
+@worker_body
 def locate(source: MetadataSource, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: record keys in, their record-index locations out (absent keys: no row)."""
     for batch in batches:

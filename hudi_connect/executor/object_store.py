@@ -4,8 +4,8 @@ The client holds no storage credentials and Spark's file sources hide names
 starting with ``.`` or ``_`` (``.hoodie/.aux``, a sink's ``_SUCCESS``), so
 reverse-stream checkpoints and file-sink bookkeeping go through one task that
 uses :mod:`hudi_connect.executor.storage` on the server. The one operation plain
-object stores lack, create-if-absent, uses ``os.link`` locally and S3's
-conditional ``PutObject`` (``If-None-Match: *``) remotely.
+object stores lack, create-if-absent, is each storage's own atomic step
+(:func:`hudi_connect.executor.storage.create_exclusive`).
 
     created = run_storage_ops(spark, [StorageOp("create", uri, text)])[0].ok   # client.remote_files
 """
@@ -16,17 +16,26 @@ import base64
 import dataclasses
 import itertools
 import json
-import os
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import data_files, filesystem_for, join, read_many
+from hudi_connect.executor.refusals import worker_body
+from hudi_connect.executor.storage import (
+    copy,
+    create_exclusive,
+    data_files,
+    filesystem_for,
+    join,
+    list_directory,
+    read_bytes,
+    read_many,
+    replace,
+    storage_access,
+)
 from hudi_connect.format.timeline import WRITE_ACTIONS, InstantState, parse_instant_file_name
 
 OpKind = Literal["create", "put", "get", "list", "last", "timeline", "data_files", "delete", "copy"]
@@ -60,6 +69,7 @@ class StorageResult:
     contents: tuple[tuple[str, str], ...] = ()  # timeline: (name, base64 of the content) of each file read
 
 
+@worker_body
 def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of :func:`run_storage_ops` (runs on the executor)."""
     for batch in batches:
@@ -76,32 +86,38 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def _execute(op: StorageOp) -> StorageResult:
-    filesystem, path = filesystem_for(op.uri)
+    with storage_access(op.uri, _DOING.get(op.kind, op.kind)):
+        return _execute_op(op)
+
+
+_DOING = {"create": "creating", "put": "writing", "get": "reading", "list": "listing", "last": "listing",
+          "timeline": "reading the timeline at", "data_files": "listing", "delete": "deleting", "copy": "copying"}
+
+
+def _execute_op(op: StorageOp) -> StorageResult:
     if op.kind == "create":
-        return StorageResult(_create_exclusive(op.uri, filesystem, path, op.text.encode()))
+        return StorageResult(create_exclusive(op.uri, op.text.encode()))
     if op.kind == "put":
-        _put(filesystem, path, op.text.encode())
+        replace(op.uri, op.text.encode())
         return StorageResult(True)
     if op.kind == "get":
         try:
-            with filesystem.open_input_stream(path) as stream:
-                return StorageResult(True, bytes(stream.read()).decode())
+            return StorageResult(True, read_bytes(op.uri).decode())
         except FileNotFoundError:
             return StorageResult(False)
     if op.kind in ("list", "last"):
-        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        infos = list_directory(op.uri)
         names = sorted(i.base_name + ("/" if i.type is pafs.FileType.Directory else "") for i in infos)
         if op.kind == "last":
             visible = [n for n in names if not n.endswith("/") and not n.startswith(".")]
             if visible:
-                with filesystem.open_input_stream(f"{path}/{visible[-1]}") as stream:
-                    return StorageResult(True, bytes(stream.read()).decode(), tuple(names))
+                return StorageResult(True, read_bytes(join(op.uri, visible[-1])).decode(), tuple(names))
             return StorageResult(True, names=tuple(names))
         files = sorted((i.base_name, i.size or 0, int(i.mtime.timestamp() * 1000) if i.mtime else 0)
                        for i in infos if i.type is pafs.FileType.File)
         return StorageResult(True, names=tuple(names), files=tuple(files))
     if op.kind == "timeline":
-        listed = _execute(StorageOp("list", op.uri))
+        listed = _execute_op(StorageOp("list", op.uri))
         known = set(json.loads(op.text or "[]"))
         # empty files are not read: Spark's sources skipped them when it read commit metadata before
         wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
@@ -114,6 +130,7 @@ def _execute(op: StorageOp) -> StorageResult:
         return StorageResult(True, files=tuple(sorted((f"{p}/{name}" if p else name, size, 0)
                                                       for p, name, size in found)))
     if op.kind == "delete":
+        filesystem, path = filesystem_for(op.uri)
         info = filesystem.get_file_info(path)
         if info.type is pafs.FileType.Directory:
             filesystem.delete_dir(path)
@@ -121,13 +138,7 @@ def _execute(op: StorageOp) -> StorageResult:
             filesystem.delete_file(path)
         return StorageResult(True)
     if op.kind == "copy":
-        _, target = filesystem_for(op.text)
-        if isinstance(filesystem, pafs.LocalFileSystem):
-            aside = _aside(target)
-            filesystem.copy_file(path, aside)
-            os.replace(aside, target)
-        else:  # one CopyObject: the target appears whole
-            filesystem.copy_file(path, target)
+        copy(op.uri, op.text)
         return StorageResult(True)
     raise ValueError(f"unknown storage op {op.kind!r}")
 
@@ -141,57 +152,3 @@ def _read_all(directory_uri: str, names: list[str]) -> list[tuple[str, str]]:
     """(name, base64 content) of each file, read concurrently."""
     contents = read_many([join(directory_uri, name) for name in names])
     return [(name, base64.b64encode(content).decode("ascii")) for name, content in zip(names, contents, strict=True)]
-
-
-def _aside(path: str) -> str:
-    """A hidden temporary name beside local ``path`` (its directory created), to be renamed or linked into place."""
-    parent = path.rsplit("/", 1)[0]
-    os.makedirs(parent, exist_ok=True)
-    return f"{parent}/.{uuid.uuid4().hex}.tmp"
-
-
-def _written_aside(path: str, data: bytes) -> str:
-    aside = _aside(path)
-    with open(aside, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    return aside
-
-
-def _put(filesystem: pafs.FileSystem, path: str, data: bytes) -> None:
-    """Replace ``path`` atomically: an S3 PUT is; locally, write aside and rename."""
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        os.replace(_written_aside(path, data), path)
-        return
-    with filesystem.open_output_stream(path) as out:
-        out.write(data)
-
-
-def _create_exclusive(uri: str, filesystem: pafs.FileSystem, path: str, data: bytes) -> bool:
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        aside = _written_aside(path, data)
-        try:
-            os.link(aside, path)  # atomic, and fails when the name exists
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(aside)
-    return _s3_create_exclusive(uri, data)
-
-
-def _s3_create_exclusive(uri: str, data: bytes) -> bool:
-    import boto3  # on the servers' worker Python only
-    from botocore.exceptions import ClientError
-
-    parsed = urlparse(uri)
-    client = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"),
-                          region_name=os.environ.get("AWS_REGION", "us-east-1"))
-    try:
-        client.put_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"), Body=data, IfNoneMatch="*")
-        return True
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
-            return False
-        raise

@@ -16,6 +16,8 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from hudi_connect.executor.refusals import worker_body
+
 ROWS_PER_STATEMENT = 5000
 
 
@@ -87,6 +89,7 @@ class BatchFence:
     end_completion_time: str
 
 
+@worker_body
 def apply_batch(connection: Connection, statements: MergeStatements, fence: BatchFence,
                 batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: (op, row JSON) in, the batch applied in one transaction, counts out

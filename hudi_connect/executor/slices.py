@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.base_files import read_base_file
+from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.storage import data_files, join, read_bytes
 from hudi_connect.format.fs_view import BlockValidity, base_file_instant
 from hudi_connect.format.internal_schema import ColumnRenames, with_reader_names
@@ -48,6 +49,7 @@ def listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:
 BASE_URI_SCHEMA = pa.schema([("base_uri", pa.string())])  # the input of a task listing a table's files
 
 
+@worker_body
 def list_table_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For each input row (``base_uri``): every file below it outside ``.hoodie``."""
     for batch in batches:
@@ -216,6 +218,7 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     return merged
 
 
+@worker_body
 def read_file_slices(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: rows of :data:`SLICE_SCHEMA` in, merged records out."""
     for batch in batches:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from hudi_connect.stack.endpoints import MinioEndpoint, SparkFlavor
+from hudi_connect.stack.endpoints import MinioEndpoint, SparkFlavor, StorageEndpoints
 from hudi_connect.stack.process import RunningService
 
 BackendName = Literal["auto", "local", "docker"]
@@ -26,7 +26,14 @@ class Backend(Protocol):
 
     def postgres(self, run_dir: Path) -> RunningService: ...
 
-    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None) -> RunningService: ...
+    def gcs(self, run_dir: Path) -> RunningService: ...
+
+    def azurite(self, run_dir: Path) -> RunningService: ...
+
+    def hdfs(self, run_dir: Path) -> RunningService: ...
+
+    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
+                      storages: StorageEndpoints | None = None) -> RunningService: ...
 
 
 class LocalBackend:
@@ -49,12 +56,28 @@ class LocalBackend:
 
         return start_postgres(run_dir)
 
-    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None) -> RunningService:
+    def gcs(self, run_dir: Path) -> RunningService:
+        from hudi_connect.stack.fake_gcs import start_fake_gcs
+
+        return start_fake_gcs(run_dir)
+
+    def azurite(self, run_dir: Path) -> RunningService:
+        from hudi_connect.stack.azurite import start_azurite
+
+        return start_azurite(run_dir)
+
+    def hdfs(self, run_dir: Path) -> RunningService:
+        from hudi_connect.stack.hdfs import start_hdfs
+
+        return start_hdfs(run_dir)
+
+    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
+                      storages: StorageEndpoints | None = None) -> RunningService:
         from hudi_connect.stack.spark_connect import start_cluster_connect, start_spark_connect
 
         if flavor == "cluster":
             return start_cluster_connect(run_dir, minio=minio)
-        return start_spark_connect(run_dir, flavor, minio=minio)
+        return start_spark_connect(run_dir, flavor, minio=minio, storages=storages)
 
 
 def choose_backend(

@@ -8,16 +8,20 @@ the local processes, from the pinned images of ``testcontainers/services.toml``.
   (:func:`remove_containers`), so testcontainers' Ryuk reaper is turned off.
 - Ports are published on 127.0.0.1 only, on host ports chosen like the local
   backend's (:func:`free_port`), so the engine must run on this machine.
+  Services that hand out their own address (Kafka's advertised listener,
+  fake-gcs-server's upload URLs, HDFS's datanode) use the same port numbers
+  inside and outside; Azurite's is 10000, where Hadoop's WASB driver looks.
 - The Spark Connect server shares the host's network: ``127.0.0.1`` then means
-  the same inside it as outside, for the MinIO, Kafka and PostgreSQL endpoints
-  tests hand it and for the loopback-and-token interceptor, which keeps
-  guarding it exactly as it guards the local server.
+  the same inside it as outside, for the MinIO, Kafka, PostgreSQL and storage
+  endpoints tests hand it and for the loopback-and-token interceptor, which
+  keeps guarding it exactly as it guards the local server.
 - Images: the public ones ``services.toml`` pins when the engine has or can pull
   them, else the stack's own, built here (:mod:`hudi_connect.stack.images`);
   ``HUDI_CONNECT_IMAGES=public|built`` forces one kind.
 - Host folders named in ``mounts`` (the tests' temporary folders) are mounted at
   the same paths in the Spark container, so a local table path means the same
-  to the server as to the test.
+  to the server as to the test; so is the HDFS client configuration, which the
+  tests' own clients read too (``HADOOP_CONF_DIR``).
 """
 
 from __future__ import annotations
@@ -35,11 +39,13 @@ from typing import TYPE_CHECKING
 from hudi_connect import versions
 from hudi_connect.errors import ServiceStartError
 from hudi_connect.stack.endpoints import (
+    GcsEndpoint,
     KafkaEndpoint,
     MinioEndpoint,
     PostgresEndpoint,
     SparkConnectEndpoint,
     SparkFlavor,
+    StorageEndpoints,
 )
 from hudi_connect.stack.engine import engine_answers
 from hudi_connect.stack.process import LOOPBACK, RunningService, free_port, port_open
@@ -59,6 +65,12 @@ SPARK_SUBMIT = "/opt/spark/bin/spark-submit"
 CONTAINER_JARS = PurePosixPath("/opt/hudi-connect/jars")
 CONTAINER_WORK_DIR = Path("/tmp/hudi-connect")  # writable by the image's spark user
 CONTAINER_PYTHON = "python3"
+ANY_ADDRESS = "0.0.0.0"  # what a service binds in its container: published ports reach it there
+AZURITE_DATA = Path("/data")
+HDFS_HOME = Path("/tmp/hadoop")  # writable by the apache/hadoop image's hadoop user
+HDFS_PUBLISHED = ("rpc", "http", "datanode", "datanode_http")  # the roles clients reach; the datanode's IPC stays in
+# The apache/hadoop image runs one daemon per command; both share this container (and its published ports).
+HDFS_COMMAND = ["sh", "-c", "hdfs namenode & exec hdfs datanode"]
 UNREACHABLE_HINT = (
     "; if its log says the server started, the engine's host network is not this machine's"
     " (Docker Desktop: enable host networking under Settings > Resources > Network)"
@@ -85,6 +97,10 @@ DEFAULT_IMAGES: Mapping[str, Image] = {
     "spark-connect": Image(
         "apache/spark", f"{versions.SPARK_VERSION}-scala{versions.SCALA_BINARY_VERSION}-java17-python3-ubuntu"
     ),
+    "fake-gcs": Image("fsouza/fake-gcs-server", versions.FAKE_GCS_VERSION.removeprefix("v")),
+    "azurite": Image("mcr.microsoft.com/azure-storage/azurite", versions.AZURITE_VERSION),
+    # the nearest published 3.3 release: the built image runs versions.HADOOP_VERSION's jars
+    "hdfs": Image("apache/hadoop", "3.3.6"),
 }
 
 
@@ -154,17 +170,43 @@ def kafka_env(port: int, cluster_id: str) -> dict[str, str]:
     return {**env, "CLUSTER_ID": cluster_id}
 
 
-def container_server_confs(flavor: SparkFlavor, port: int, minio: MinioEndpoint | None) -> dict[str, str]:
+def hdfs_env(ports: Mapping[str, int]) -> dict[str, str]:
+    """The apache/hadoop image's settings for the local cluster's namenode and datanode on ``ports``.
+
+    The image writes each ``<FILE>.XML_<key>`` variable into ``<file>.xml`` and
+    formats the namenode where ``ENSURE_NAMENODE_DIR`` is missing. The daemons
+    bind every address of the container, on the same port numbers as the
+    host's, and the datanode calls itself ``127.0.0.1``, so the addresses the
+    namenode hands out (WebHDFS redirects, block locations) work outside.
+    """
+    from hudi_connect.stack.hdfs import core_site, hdfs_site
+
+    site = hdfs_site(HDFS_HOME, ports) | {
+        "dfs.namenode.rpc-bind-host": ANY_ADDRESS,
+        "dfs.namenode.http-bind-host": ANY_ADDRESS,
+        **{key: f"{ANY_ADDRESS}:{ports[role]}" for key, role in (
+            ("dfs.datanode.address", "datanode"), ("dfs.datanode.ipc.address", "datanode_ipc"),
+            ("dfs.datanode.http.address", "datanode_http"))},
+    }
+    core = core_site(f"hdfs://{LOOPBACK}:{ports['rpc']}", HDFS_HOME)
+    return {**{f"CORE-SITE.XML_{key}": value for key, value in core.items()},
+            **{f"HDFS-SITE.XML_{key}": value for key, value in site.items()},
+            "ENSURE_NAMENODE_DIR": str(HDFS_HOME / "name")}
+
+
+def container_server_confs(flavor: SparkFlavor, port: int, minio: MinioEndpoint | None,
+                           storages: StorageEndpoints | None = None) -> dict[str, str]:
     """The local server's confs with the container's paths and interpreter.
 
     The server shares the host's network, so its loopback addresses (driver,
-    MinIO, interceptor) stay as they are. The 'cluster' flavor runs on
-    ``local[2]`` here: a multi-container standalone cluster is future work.
+    MinIO, the storages, interceptor) stay as they are. The 'cluster' flavor
+    runs on ``local[2]`` here: a multi-container standalone cluster is future
+    work.
     """
     from hudi_connect.stack.spark_connect import render_server_confs
 
     return render_server_confs(
-        flavor, port=port, work_dir=CONTAINER_WORK_DIR, minio=minio,
+        flavor, port=port, work_dir=CONTAINER_WORK_DIR, minio=minio, storages=storages,
         extra={"spark.pyspark.python": CONTAINER_PYTHON},
     )
 
@@ -304,7 +346,59 @@ class DockerBackend:
 
         return RunningService(endpoint, (), (_start("postgres", create),))
 
-    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None) -> RunningService:
+    def gcs(self, run_dir: Path) -> RunningService:
+        from testcontainers.core.container import DockerContainer
+
+        from hudi_connect.stack.fake_gcs import api_answers, fake_gcs_flags
+
+        port = free_port()  # the same number inside and outside, for the upload URLs it hands out
+        endpoint = GcsEndpoint(endpoint_url=f"http://{LOOPBACK}:{port}")
+
+        def create() -> DockerContainer:
+            container = DockerContainer(self._image("fake-gcs"), labels={LABEL: "fake-gcs"})
+            container.with_command(fake_gcs_flags(port, bind=ANY_ADDRESS))
+            _publish_on_loopback(container, port, port)
+            return container
+
+        container_id = _start("fake-gcs", create, lambda _: api_answers(endpoint.endpoint_url))
+        return RunningService(endpoint, (), (container_id,))
+
+    def azurite(self, run_dir: Path) -> RunningService:
+        from testcontainers.core.container import DockerContainer
+
+        from hudi_connect.stack.azurite import BLOB_PORT, answers, azurite_flags, emulator_endpoint
+
+        endpoint = emulator_endpoint()  # 127.0.0.1:10000, refused while anything listens there
+
+        def create() -> DockerContainer:
+            container = DockerContainer(self._image("azurite"), labels={LABEL: "azurite"})
+            container.with_command(["azurite-blob", *azurite_flags(AZURITE_DATA, bind=ANY_ADDRESS)])
+            _publish_on_loopback(container, BLOB_PORT, BLOB_PORT)
+            return container
+
+        container_id = _start("azurite", create, lambda _: answers(endpoint.blob_endpoint))
+        return RunningService(endpoint, (), (container_id,))
+
+    def hdfs(self, run_dir: Path) -> RunningService:
+        from testcontainers.core.container import DockerContainer
+
+        from hudi_connect.stack.hdfs import client_endpoint, cluster_ready, free_ports
+
+        ports = free_ports()  # the same numbers inside and outside: the namenode hands out the datanode's
+        endpoint = client_endpoint(run_dir / "hdfs", ports)  # its client configuration, on this machine
+
+        def create() -> DockerContainer:
+            container = DockerContainer(self._image("hdfs"), env=hdfs_env(ports), labels={LABEL: "hdfs"})
+            container.with_command(HDFS_COMMAND)
+            for role in HDFS_PUBLISHED:
+                _publish_on_loopback(container, ports[role], ports[role])
+            return container
+
+        container_id = _start("hdfs", create, lambda _: cluster_ready(endpoint, ports["http"]))
+        return RunningService(endpoint, (), (container_id,))
+
+    def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
+                      storages: StorageEndpoints | None = None) -> RunningService:
         from testcontainers.core.container import DockerContainer
 
         from hudi_connect.stack.spark_connect import READY_MARKER, server_command, server_jars, storage_env
@@ -314,10 +408,12 @@ class DockerBackend:
             raise ServiceStartError(service, "the hudi-lance server runs on the local backend only")
         if flavor.startswith("plain-4"):  # the image holds Spark 3.5
             raise ServiceStartError(service, "the Spark 4 servers run on the local backend only")
+        if (storages is not None) != flavor.endswith("-storages"):
+            raise ValueError(f"a {flavor} server takes storages= exactly when its flavor ends in -storages")
         port = free_port()  # the server binds it on the host's network
         token = secrets.token_urlsafe(24)
         jars = {jar.name: jar for jar in server_jars(flavor)}
-        command = server_command(flavor, container_server_confs(flavor, port, minio))
+        command = server_command(flavor, container_server_confs(flavor, port, minio, storages))
         # The local command with the image's spark-submit and the jars where they are mounted.
         command[0] = SPARK_SUBMIT
         command[command.index("--jars") + 1] = ",".join(str(CONTAINER_JARS / name) for name in jars)
@@ -325,7 +421,8 @@ class DockerBackend:
         def create() -> DockerContainer:
             container = DockerContainer(
                 self._image("spark-connect"),
-                env={"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": CONTAINER_PYTHON, **storage_env(minio)},
+                env={"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": CONTAINER_PYTHON,
+                     **storage_env(minio, storages)},
                 network_mode="host", labels={LABEL: f"spark-connect-{flavor}"},
             )
             container.with_command(command)
@@ -333,6 +430,8 @@ class DockerBackend:
                 container.with_volume_mapping(jar, str(CONTAINER_JARS / name), "ro")
             for folder in self.mounts:
                 container.with_volume_mapping(str(folder), str(folder), "rw")
+            if storages is not None:  # HADOOP_CONF_DIR names it: the same path inside
+                container.with_volume_mapping(storages.hdfs.conf_dir, storages.hdfs.conf_dir, "ro")
             return container
 
         def ready(container: DockerContainer) -> bool:

@@ -10,8 +10,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
-# plain-4.0 and plain-4.1: plain servers of a Spark 4 line (versions.SPARK4_LINES)
-SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance", "plain-4.0", "plain-4.1"]
+# plain-4.0 and plain-4.1: plain servers of a Spark 4 line (versions.SPARK4_LINES); hudi-storages and
+# plain-storages: the Hudi and plain servers wired to the GCS, Azure and HDFS servers too (StorageEndpoints)
+SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance", "plain-4.0", "plain-4.1", "hudi-storages",
+                      "plain-storages"]
 
 TOKEN_HEADER = "x-hudi-connect-token"
 
@@ -22,6 +24,49 @@ class MinioEndpoint:
     access_key: str
     secret_key: str
     region: str = "us-east-1"
+
+
+@dataclass(frozen=True)
+class GcsEndpoint:
+    """A GCS emulator (fake-gcs-server): its JSON API at ``endpoint_url``, no credentials."""
+
+    endpoint_url: str  # http://127.0.0.1:port
+    project: str = "hudi-connect"
+
+
+@dataclass(frozen=True)
+class AzuriteEndpoint:
+    """Azurite's Blob service. Hadoop's WASB driver reaches it as the storage emulator (account host
+    ``storageemulator``, always http://127.0.0.1:10000); SDKs through the connection string."""
+
+    blob_endpoint: str  # http://127.0.0.1:10000/devstoreaccount1
+    account_name: str
+    account_key: str
+
+    @property
+    def connection_string(self) -> str:
+        return (f"DefaultEndpointsProtocol=http;AccountName={self.account_name};AccountKey={self.account_key};"
+                f"BlobEndpoint={self.blob_endpoint};")
+
+
+@dataclass(frozen=True)
+class HdfsEndpoint:
+    """An HDFS namenode and datanode: ``hdfs://`` at ``namenode_uri``, WebHDFS at ``webhdfs_address``; its
+    client configuration (hdfs-site.xml, for HADOOP_CONF_DIR: no fs.defaultFS) in ``conf_dir``."""
+
+    namenode_uri: str  # hdfs://127.0.0.1:port
+    webhdfs_address: str  # 127.0.0.1:port
+    conf_dir: str
+    user: str = "hudi"
+
+
+@dataclass(frozen=True)
+class StorageEndpoints:
+    """The storages beside MinIO that the ``*-storages`` servers reach: GCS, Azure and HDFS."""
+
+    gcs: GcsEndpoint
+    azure: AzuriteEndpoint
+    hdfs: HdfsEndpoint
 
 
 @dataclass(frozen=True)
@@ -68,8 +113,10 @@ class SparkConnectEndpoint:
         return f"SparkConnectEndpoint(host={self.host!r}, port={self.port}, flavor={self.flavor!r})"
 
 
-Endpoint = MinioEndpoint | KafkaEndpoint | PostgresEndpoint | SparkConnectEndpoint
-E = TypeVar("E", MinioEndpoint, KafkaEndpoint, PostgresEndpoint, SparkConnectEndpoint)
+Endpoint = (MinioEndpoint | KafkaEndpoint | PostgresEndpoint | SparkConnectEndpoint | GcsEndpoint | AzuriteEndpoint
+            | HdfsEndpoint)
+E = TypeVar("E", MinioEndpoint, KafkaEndpoint, PostgresEndpoint, SparkConnectEndpoint, GcsEndpoint, AzuriteEndpoint,
+            HdfsEndpoint)
 
 
 def endpoint_to_json(endpoint: Endpoint) -> dict[str, Any]:

@@ -9,8 +9,10 @@ per change and an engine that already holds the tag is not asked again.
   packages and the wheels the host's pip downloads (so no registry and no
   network inside a build are needed), or with ``docker build`` from
   ``testcontainers/base/Containerfile`` where ``mmdebstrap`` is missing.
-- ``minio``, ``kafka``, ``postgres``, ``spark-connect``: the base plus what
-  ``provision`` already has in its cache, built from ``testcontainers/<name>/``.
+- ``minio``, ``kafka``, ``postgres``, ``spark-connect``, and the storage servers
+  ``fake-gcs``, ``azurite`` (Debian's Node.js, in the base) and ``hdfs``: the base
+  plus what ``provision`` already has in its cache, built from
+  ``testcontainers/<name>/``.
   Each keeps the interface of the public image it stands in for, so the docker
   backend runs either the same way.
 """
@@ -45,7 +47,7 @@ BASE_PYTHON_PACKAGES = (
     *(p for p in versions.SERVER_PYTHON_PACKAGES if not p.startswith("pylance")), "py4j==0.10.9.7",
 )
 BASE_PYTHON_VERSION = "3.11"  # Debian 12's; the client's minor version must match it (Spark checks)
-SERVICES = ("minio", "kafka", "postgres", "spark-connect")
+SERVICES = ("minio", "kafka", "postgres", "spark-connect", "fake-gcs", "azurite", "hdfs")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,21 @@ def _spark_inputs() -> Mapping[str, Path]:
     return {"pyspark": spark_home()}
 
 
+def _azurite_inputs() -> Mapping[str, Path]:
+    script = provision.ensure_azurite()  # <prefix>/node_modules/azurite/dist/src/blob/main.js
+    return {"node_modules": script.parents[4]}
+
+
+def _hdfs_inputs() -> Mapping[str, Path]:
+    return {"jars": provision.ensure_jars(versions.HDFS_SERVER_JARS)}
+
+
+def _hdfs_generated() -> Mapping[str, str]:
+    from hudi_connect.stack.hdfs import LOG4J_PROPERTIES
+
+    return {"log4j.properties": LOG4J_PROPERTIES}
+
+
 def _none() -> Mapping[str, str]:
     return {}
 
@@ -85,6 +102,11 @@ SERVICE_IMAGES: Mapping[str, ServiceImage] = {
                           lambda: " ".join(a.jar_name for a in versions.KAFKA_BROKER_JARS.artifacts)),
     "postgres": ServiceImage("postgres", lambda: {}, _none, lambda: ""),
     "spark-connect": ServiceImage("spark-connect", _spark_inputs, _none, lambda: versions.SPARK_VERSION),
+    "fake-gcs": ServiceImage("fake-gcs", lambda: {"fake-gcs-server": provision.ensure_fake_gcs_server()}, _none,
+                             lambda: versions.FAKE_GCS_VERSION),
+    "azurite": ServiceImage("azurite", _azurite_inputs, _none, lambda: versions.AZURITE_VERSION),
+    "hdfs": ServiceImage("hdfs", _hdfs_inputs, _hdfs_generated,
+                         lambda: " ".join(a.jar_name for a in versions.HDFS_SERVER_JARS.artifacts)),
 }
 
 

@@ -50,6 +50,7 @@ _TOOL_HINTS = {
     "mvn": "install Maven (Debian: apt-get install maven)",
     "go": "install Go 1.24 or newer (https://go.dev/doc/install) to build MinIO",
     "apt-get": "PostgreSQL is installed with apt-get on Debian/Ubuntu; install PostgreSQL 15+ yourself elsewhere",
+    "npm": "install Node.js 20 or newer with npm (Debian: apt-get install nodejs npm) to install Azurite",
 }
 
 
@@ -101,7 +102,9 @@ def render_pom(jar_set: JarSet) -> str:
             "    <dependency>"
             f"<groupId>{escape(artifact.group)}</groupId>"
             f"<artifactId>{escape(artifact.artifact)}</artifactId>"
-            f"<version>{escape(artifact.version)}</version>{exclusions}</dependency>"
+            f"<version>{escape(artifact.version)}</version>"
+            + (f"<classifier>{escape(artifact.classifier)}</classifier>" if artifact.classifier else "")
+            + f"{exclusions}</dependency>"
         )
     body = "\n".join(dependencies)
     return (
@@ -260,7 +263,23 @@ def jvm_client_classpath() -> list[Path]:
     return [*jars_of(versions.JVM_CLIENT_JARS), jar]
 
 
-# --- MinIO -------------------------------------------------------------------------------
+# --- the stack's Go and npm servers: MinIO, fake-gcs-server, Azurite -----------------------
+
+def _go_install(module: str, version: str, name: str, *, note: str = "") -> Path:
+    """Build a Go module's binary at the pinned version into the cache's bin/ (once per version)."""
+    binary = cache_dir() / "bin" / name
+    marker = binary.with_name(f".{name}.complete")
+    if binary.is_file() and _marker_matches(marker, version):
+        return binary
+    go = require_tool("go")
+    progress(f"building {name} {version} with 'go install'{note}")
+    env = dict(os.environ, GOBIN=str(binary.parent), GOPATH=str(cache_dir() / "go"), GOFLAGS="-modcacherw",
+               CGO_ENABLED="0")
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    run_checked([go, "install", f"{module}@{version}"], what=f"go install of {name}", env=env)
+    marker.write_text(version)
+    return binary
+
 
 def minio_binary() -> Path:
     return cache_dir() / "bin" / "minio"
@@ -268,24 +287,31 @@ def minio_binary() -> Path:
 
 def ensure_minio() -> Path:
     """Build MinIO from its Go module at the pinned version."""
-    binary = minio_binary()
-    marker = binary.with_name(".minio.complete")
-    if binary.is_file() and _marker_matches(marker, versions.MINIO_VERSION):
-        return binary
-    go = require_tool("go")
-    progress(f"building MinIO {versions.MINIO_VERSION} with 'go install' (several minutes cold)")
-    env = dict(os.environ)
-    env.update(
-        GOBIN=str(binary.parent),
-        GOPATH=str(cache_dir() / "go"),
-        GOFLAGS="-modcacherw",
-        CGO_ENABLED="0",
-    )
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    run_checked([go, "install", f"{versions.MINIO_MODULE}@{versions.MINIO_VERSION}"], what="go install of MinIO",
-                env=env)
-    marker.write_text(versions.MINIO_VERSION)
-    return binary
+    return _go_install(versions.MINIO_MODULE, versions.MINIO_VERSION, "minio", note=" (several minutes cold)")
+
+
+def ensure_fake_gcs_server() -> Path:
+    """Build fake-gcs-server, the GCS emulator, from its Go module at the pinned version."""
+    return _go_install(versions.FAKE_GCS_MODULE, versions.FAKE_GCS_VERSION, "fake-gcs-server")
+
+
+def ensure_azurite() -> Path:
+    """Install Azurite from npm at the pinned version into the cache; returns its Blob service's script."""
+    prefix = cache_dir() / "azurite"
+    script = prefix / "node_modules" / "azurite" / "dist" / "src" / "blob" / "main.js"
+    marker = prefix / ".azurite.complete"
+    if script.is_file() and _marker_matches(marker, versions.AZURITE_VERSION):
+        return script
+    npm = require_tool("npm")
+    progress(f"installing Azurite {versions.AZURITE_VERSION} with npm")
+    prefix.mkdir(parents=True, exist_ok=True)
+    # --ignore-scripts: Azurite's tree has one install script (protobufjs' version check), which recent npm
+    # versions skip anyway; skipping it everywhere keeps installs alike
+    run_checked([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--ignore-scripts",
+                 f"azurite@{versions.AZURITE_VERSION}"], what="npm install of Azurite",
+                env=dict(os.environ, npm_config_update_notifier="false"))
+    marker.write_text(versions.AZURITE_VERSION)
+    return script
 
 
 # --- PostgreSQL --------------------------------------------------------------------------
@@ -437,7 +463,8 @@ def run_checked(command: Sequence[str], *, what: str, env: dict[str, str] | None
         raise ProvisioningError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n{tail}")
 
 
-COMPONENTS = ("jars", "interceptor", "server-python", "minio", "postgres")
+# storage-servers: the GCS emulator (Go) and Azurite (npm); the HDFS daemons' jars come with "jars"
+COMPONENTS = ("jars", "interceptor", "server-python", "minio", "postgres", "storage-servers")
 # a plain server per Spark 4 line, for the jar-free leg only (each is a 450 MB download): not in the default set
 SPARK4_COMPONENTS = tuple(f"spark-{name}" for name in versions.SPARK4_LINES)
 OPTIONAL_COMPONENTS = (*SPARK4_COMPONENTS, "podman")  # the docker backend's engine: not in the default set
@@ -473,8 +500,15 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
     lanes: list[Callable[[], object]] = [maven, apt]
     if "server-python" in components:
         lanes.append(ensure_server_python)
-    if "minio" in components:
-        lanes.append(ensure_minio)
+    def go() -> None:  # one Go build at a time: each takes both cores
+        if "minio" in components:
+            ensure_minio()
+        if "storage-servers" in components:
+            ensure_fake_gcs_server()
+
+    lanes.append(go)
+    if "storage-servers" in components:
+        lanes.append(ensure_azurite)
     lanes += [functools.partial(ensure_spark4_server, line) for line in lines]
     with ThreadPoolExecutor(len(lanes)) as pool:
         outcomes = [pool.submit(lane) for lane in lanes]

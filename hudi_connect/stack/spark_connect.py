@@ -22,7 +22,7 @@ import pyspark
 
 from hudi_connect import versions
 from hudi_connect.stack import provision
-from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
+from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor, StorageEndpoints
 from hudi_connect.stack.process import (
     LOOPBACK,
     Jit,
@@ -57,12 +57,18 @@ def spark4_line(flavor: SparkFlavor) -> versions.SparkLine | None:
     return next((line for line in versions.SPARK4_LINES.values() if line.flavor == flavor), None)
 
 
+def with_hudi(flavor: SparkFlavor) -> bool:
+    return flavor in ("hudi", "cluster", "hudi-lance", "hudi-storages")
+
+
 def server_jars(flavor: SparkFlavor) -> list[Path]:
     line = spark4_line(flavor)
     if line is not None:  # Spark's own jars come with its pyspark; the interceptor's gRPC classes are unchanged
         return [*provision.jars_of(line.jars), provision.ensure_interceptor_jar()]
     jars = provision.jars_of(versions.SPARK_CONNECT_JARS) + provision.jars_of(versions.STORAGE_AND_SINK_JARS)
-    if flavor == "plain":
+    if flavor in ("hudi-storages", "plain-storages"):
+        jars += provision.jars_of(versions.CLOUD_STORAGE_JARS)
+    if not with_hudi(flavor):
         jars += provision.jars_of(versions.SPARK_AVRO_JARS)
     else:
         jars += provision.jars_of(versions.HUDI_JARS)
@@ -93,15 +99,43 @@ def s3a_confs(minio: MinioEndpoint) -> dict[str, str]:
     }
 
 
-def storage_env(minio: MinioEndpoint | None) -> dict[str, str]:
-    """Server-side storage credentials, for s3a (JVM) and pyarrow (Python workers) alike."""
-    if minio is None:
-        return {}
+def storage_env(minio: MinioEndpoint | None, storages: StorageEndpoints | None = None) -> dict[str, str]:
+    """Server-side storage credentials, for the JVM's connectors and the Python workers alike."""
+    env: dict[str, str] = {}
+    if minio is not None and storages is None:
+        env.update(AWS_ACCESS_KEY_ID=minio.access_key, AWS_SECRET_ACCESS_KEY=minio.secret_key,
+                   AWS_REGION=minio.region, AWS_ENDPOINT_URL=minio.endpoint_url)
+    if minio is not None and storages is not None:
+        # MinIO set up the usual Hadoop way (s3a_confs_in_hadoop): its keys reach the JVM only, so the workers
+        # show what a server configured so does to them. Where the credentials are not (no instance metadata
+        # service on loopback: the SDK must not look for one)
+        env.update(AWS_REGION=minio.region, AWS_ENDPOINT_URL=minio.endpoint_url, AWS_EC2_METADATA_DISABLED="true",
+                   AWS_SHARED_CREDENTIALS_FILE="/nonexistent", AWS_CONFIG_FILE="/nonexistent")
+    if storages is not None:
+        env.update(STORAGE_EMULATOR_HOST=storages.gcs.endpoint_url,
+                   AZURE_STORAGE_CONNECTION_STRING=storages.azure.connection_string,
+                   HADOOP_CONF_DIR=storages.hdfs.conf_dir, HADOOP_USER_NAME=storages.hdfs.user)
+    return env
+
+
+def s3a_confs_in_hadoop(minio: MinioEndpoint) -> dict[str, str]:
+    """s3a pointed at MinIO with its keys in Hadoop's configuration, as many servers are set up."""
+    return {**s3a_confs(minio),
+            "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "spark.hadoop.fs.s3a.access.key": minio.access_key, "spark.hadoop.fs.s3a.secret.key": minio.secret_key}
+
+
+def storages_confs(storages: StorageEndpoints) -> dict[str, str]:
+    """The JVM's connectors pointed at the GCS emulator and Azurite (HDFS needs nothing: its URIs name the
+    namenode)."""
     return {
-        "AWS_ACCESS_KEY_ID": minio.access_key,
-        "AWS_SECRET_ACCESS_KEY": minio.secret_key,
-        "AWS_REGION": minio.region,
-        "AWS_ENDPOINT_URL": minio.endpoint_url,
+        "spark.hadoop.fs.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
+        "spark.hadoop.fs.AbstractFileSystem.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS",
+        "spark.hadoop.fs.gs.storage.root.url": storages.gcs.endpoint_url + "/",
+        "spark.hadoop.fs.gs.project.id": storages.gcs.project,
+        "spark.hadoop.fs.gs.auth.service.account.enable": "false",
+        "spark.hadoop.fs.gs.auth.null.enable": "true",
+        "spark.hadoop.fs.wasb.impl": "org.apache.hadoop.fs.azure.NativeAzureFileSystem",
     }
 
 
@@ -111,12 +145,15 @@ def render_server_confs(
     port: int,
     work_dir: Path,
     minio: MinioEndpoint | None = None,
+    storages: StorageEndpoints | None = None,
     master: str = "local[2]",
     worker_python: str = sys.executable,
     extra: Mapping[str, str] | None = None,
     jit: Jit = "full",
 ) -> dict[str, str]:
     """Every ``--conf`` of a Connect server of the given flavor (pure: no I/O)."""
+    if (storages is not None) != flavor.endswith("-storages"):
+        raise ValueError(f"a {flavor} server takes storages= exactly when its flavor ends in -storages")
     confs = {
         "spark.master": master,
         "spark.connect.grpc.binding.port": str(port),
@@ -133,10 +170,12 @@ def render_server_confs(
         "spark.driver.bindAddress": LOOPBACK,
         "spark.pyspark.python": worker_python,
     }
-    if flavor in ("hudi", "cluster", "hudi-lance"):
+    if with_hudi(flavor):
         confs.update(HUDI_CONFS)
     if minio is not None:
-        confs.update(s3a_confs(minio))
+        confs.update(s3a_confs(minio) if storages is None else s3a_confs_in_hadoop(minio))
+    if storages is not None:
+        confs.update(storages_confs(storages))
     if flavor == "cluster":
         confs.update({"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2"})
     java_options = " ".join(jit_options(jit))
@@ -179,6 +218,7 @@ def start_spark_connect(
     flavor: SparkFlavor,
     *,
     minio: MinioEndpoint | None = None,
+    storages: StorageEndpoints | None = None,
     master: str = "local[2]",
     extra_confs: Mapping[str, str] | None = None,
     timeout: float = READY_TIMEOUT,
@@ -200,10 +240,10 @@ def start_spark_connect(
     python = provision.ensure_spark4_server(line) if line else provision.ensure_server_python()
     home = provision.spark4_home(python) if line else spark_home()
     worker_python = str(python)
-    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, master=master,
+    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, storages=storages, master=master,
                                 worker_python=worker_python, extra=extra_confs, jit=jit)
-    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python, **storage_env(minio)},
-                    home=home)
+    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python,
+                     **storage_env(minio, storages)}, home=home)
     log = work_dir / "server.log"
     process, popen = launch(f"spark connect ({flavor})", server_command(flavor, confs, home=home), log=log, env=env,
                             cwd=work_dir)

@@ -15,7 +15,7 @@ from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_me
 from hudi_connect.format.fs_view import StoredFile, replaced_file_groups
 from hudi_connect.format.table_config import TableProperties, parse_java_properties
 from hudi_connect.format.timeline import Instant, Timeline, parse_instant_file_name
-from hudi_connect.stack.endpoints import MinioEndpoint
+from hudi_connect.stack.endpoints import MinioEndpoint, StorageEndpoints
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,3 +100,27 @@ def local_table_view(base: Path) -> LocalTableView:
         if p.is_file() and p.relative_to(base).parts[0] != ".hoodie"
     ]
     return LocalTableView(props, timeline, metadata, files)
+
+
+def upload_to_storage(base: Path, uri: str, storages: StorageEndpoints) -> str:
+    """Copy a table directory to ``uri`` on GCS, Azure or HDFS (the servers of ``storages``), with the clients
+    the workers use, as the workers' environment points them; returns ``uri``."""
+    import pyarrow.fs as pafs
+
+    from hudi_connect.executor.storage import filesystem_for
+
+    settings = {"STORAGE_EMULATOR_HOST": storages.gcs.endpoint_url,
+                "AZURE_STORAGE_CONNECTION_STRING": storages.azure.connection_string,
+                "HADOOP_CONF_DIR": storages.hdfs.conf_dir, "HADOOP_USER_NAME": storages.hdfs.user}
+    saved = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)
+    try:
+        filesystem, path = filesystem_for(uri)
+        pafs.copy_files(str(base), path, destination_filesystem=filesystem)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return uri

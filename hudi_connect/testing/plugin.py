@@ -23,11 +23,15 @@ from pyspark.sql import SparkSession
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.stack.backend import Backend, LocalBackend, choose_backend
 from hudi_connect.stack.endpoints import (
+    AzuriteEndpoint,
+    GcsEndpoint,
+    HdfsEndpoint,
     KafkaEndpoint,
     MinioEndpoint,
     PostgresEndpoint,
     SparkConnectEndpoint,
     SparkFlavor,
+    StorageEndpoints,
 )
 from hudi_connect.stack.engine import stop_started_engine, use_started_engine
 from hudi_connect.stack.minio import create_bucket
@@ -199,6 +203,79 @@ def lance_server_url(
 ) -> str:
     """A Hudi Connect server that can also write Lance base files (Hudi 1.2 with Lance's jars)."""
     return _server(shared_services, hudi_connect_backend, "hudi-lance", minio_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def gcs_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> GcsEndpoint:
+    """A GCS emulator (fake-gcs-server)."""
+    return shared_services.get("fake-gcs", GcsEndpoint, hudi_connect_backend.gcs)
+
+
+@pytest.fixture(scope="session")
+def azurite_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> AzuriteEndpoint:
+    """Azurite's Blob service, where Hadoop's WASB driver finds its storage emulator."""
+    return shared_services.get("azurite", AzuriteEndpoint, hudi_connect_backend.azurite)
+
+
+@pytest.fixture(scope="session")
+def hdfs_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> HdfsEndpoint:
+    """An HDFS namenode and datanode from Hadoop's jars."""
+    return shared_services.get("hdfs", HdfsEndpoint, hudi_connect_backend.hdfs)
+
+
+@pytest.fixture(scope="session")
+def storage_endpoints(gcs_endpoint: GcsEndpoint, azurite_endpoint: AzuriteEndpoint,
+                      hdfs_endpoint: HdfsEndpoint) -> StorageEndpoints:
+    return StorageEndpoints(gcs_endpoint, azurite_endpoint, hdfs_endpoint)
+
+
+STORAGE_CONTAINER = "hudi-connect-tests"  # the GCS bucket and the Azure container of the run's tables
+
+
+@pytest.fixture(scope="session")
+def storage_roots(storage_endpoints: StorageEndpoints) -> dict[str, str]:
+    """Where each storage's tables go, by storage: ``gcs``, ``azure`` (WASB, as Hadoop names the emulator) and
+    ``hdfs``."""
+    from hudi_connect.stack.azurite import create_container
+    from hudi_connect.stack.fake_gcs import create_bucket as create_gcs_bucket
+
+    create_gcs_bucket(storage_endpoints.gcs, STORAGE_CONTAINER)
+    create_container(storage_endpoints.azure, STORAGE_CONTAINER)
+    return {"gcs": f"gs://{STORAGE_CONTAINER}", "azure": f"wasb://{STORAGE_CONTAINER}@storageemulator",
+            "hdfs": f"{storage_endpoints.hdfs.namenode_uri}/{STORAGE_CONTAINER}"}
+
+
+def _storages_server(shared_services: SharedServices, backend: Backend, flavor: SparkFlavor,
+                     minio: MinioEndpoint, storages: StorageEndpoints) -> SparkConnectEndpoint:
+    return shared_services.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
+                               lambda run_dir: backend.spark_connect(run_dir, flavor, minio, storages))
+
+
+@pytest.fixture(scope="session")
+def storages_server_url(shared_services: SharedServices, hudi_connect_backend: Backend,
+                        minio_endpoint: MinioEndpoint, storage_endpoints: StorageEndpoints) -> str:
+    """A Hudi server that also reaches GCS, Azure and HDFS (and MinIO with its keys in Hadoop's configuration
+    only, as servers are often set up: its Python workers have none)."""
+    return _storages_server(shared_services, hudi_connect_backend, "hudi-storages", minio_endpoint,
+                            storage_endpoints).url
+
+
+@pytest.fixture(scope="session")
+def plain_storages_url(shared_services: SharedServices, hudi_connect_backend: Backend,
+                       minio_endpoint: MinioEndpoint, storage_endpoints: StorageEndpoints) -> str:
+    """The same without Hudi's jars."""
+    return _storages_server(shared_services, hudi_connect_backend, "plain-storages", minio_endpoint,
+                            storage_endpoints).url
+
+
+@pytest.fixture(scope="session")
+def storages_spark(storages_server_url: str) -> Iterator[SparkSession]:
+    yield from _session(storages_server_url, hudi=True)
+
+
+@pytest.fixture(scope="session")
+def plain_storages_spark(plain_storages_url: str) -> Iterator[SparkSession]:
+    yield from _session(plain_storages_url, hudi=False)
 
 
 @pytest.fixture(scope="session")
