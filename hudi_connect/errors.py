@@ -157,8 +157,10 @@ class UnsupportedStorageError(HudiConnectError):
         self.scheme = scheme
         self.path = path
         self.supported = supported
-        message = (f"{path}: storage scheme {scheme!r} is not one hudi-connect's workers can read "
-                   f"(they read {', '.join(s + '://' for s in supported)} and local paths)")
+        readable = f"(they read {', '.join(s + '://' for s in supported)} and local paths)"
+        message = (f"{path}: storage scheme {scheme!r} is not one hudi-connect's workers can read {readable}"
+                   if scheme else f"{path} names no storage scheme, and the workers read such a path on their "
+                   "local disk")
         super().__init__(f"{message}; {detail}" if detail else message)
 
 

@@ -35,6 +35,7 @@ import pytest
 from hudi import HudiTableBuilder
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_connect import library_errors
 from hudi_connect.cli import main
 from hudi_connect.client.server import connect
 from hudi_connect.errors import StorageAccessError
@@ -215,7 +216,7 @@ def test_s3_session_credentials_reach_s3(minio_endpoint: MinioEndpoint, s3_bucke
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", temporary.secret_key)
     for token, readable in ((temporary.session_token, True), ("not-" + temporary.session_token, False)):
         monkeypatch.setenv("AWS_SESSION_TOKEN", token)
-        s3._filesystem.cache_clear()  # a worker builds its client once, from the environment it was started with
+        s3._filesystem_in.cache_clear()  # a worker builds its client once, from the environment it was started with
         uri = f"s3a://{s3_bucket}/{key}"
         if readable:
             assert read_bytes(uri) == b"hoodie.table.name=t\n"
@@ -223,7 +224,7 @@ def test_s3_session_credentials_reach_s3(minio_endpoint: MinioEndpoint, s3_bucke
         else:
             with pytest.raises(StorageAccessError, match=f"reading {uri} failed in a Spark worker"):
                 read_bytes(uri)
-    s3._filesystem.cache_clear()
+    s3._filesystem_in.cache_clear()
 
 
 def test_abfs_uris_reach_azure_through_the_workers_client(plain_storages_spark: SparkSession,
@@ -248,3 +249,33 @@ def test_abfs_uris_reach_azure_through_the_workers_client(plain_storages_spark: 
                       for p in local.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
     assert sorted(data_files(abfs)) == expected
     azure._filesystem.cache_clear()
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_claim_has_exactly_one_winner_on_the_storage(plain_storages_spark: SparkSession,
+                                                       storage_roots: dict[str, str], storage: str) -> None:
+    """Checkpoint claims (``create`` ops, each storage's own atomic step) raced from eight Spark jobs at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hudi_connect.client.remote_files import run_storage_ops
+    from hudi_connect.executor.object_store import StorageOp
+
+    claim = f"{_path(storage_roots, storage, 'claims')}/0000000001"
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda n: run_storage_ops(plain_storages_spark, [StorageOp("create", claim, f"run {n}")])
+                            [0].ok, range(8)))
+    assert won.count(True) == 1, won
+    owner = run_storage_ops(plain_storages_spark, [StorageOp("get", claim)])[0]
+    assert owner.ok and owner.text == f"run {won.index(True)}"
+    run_storage_ops(plain_storages_spark, [StorageOp("put", claim, "replaced")])
+    assert run_storage_ops(plain_storages_spark, [StorageOp("get", claim)])[0].text == "replaced"
+
+
+def test_an_unreachable_namenode_is_an_error_not_an_empty_listing(plain_storages_spark: SparkSession) -> None:
+    from hudi_connect.client.remote_files import run_storage_ops
+    from hudi_connect.executor.object_store import StorageOp
+    from hudi_connect.stack.process import free_port
+
+    nowhere = f"hdfs://127.0.0.1:{free_port()}/tables/t/.hoodie/timeline"
+    with pytest.raises(StorageAccessError, match=f"listing {nowhere} failed in a Spark worker"), library_errors():
+        run_storage_ops(plain_storages_spark, [StorageOp("list", nowhere)])

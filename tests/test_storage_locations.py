@@ -77,6 +77,12 @@ def test_webhdfs_is_found_from_the_hadoop_client_configuration(tmp_path: Path) -
     assert settings == {"dfs.namenode.http-address": "0.0.0.0:50070"}
     assert hdfs.http_address("namenode:8020", settings) == ("namenode", 50070)
     assert hdfs.hadoop_settings(None) == {}
+    # the configured address is the configured namenode's, never another's
+    pinned = {"dfs.namenode.rpc-address": "127.0.0.1:8020", "dfs.namenode.http-address": "127.0.0.1:50070"}
+    assert hdfs.http_address("127.0.0.1:8020", pinned) == ("127.0.0.1", 50070)
+    assert hdfs.http_address("127.0.0.1:9999", pinned) == ("127.0.0.1", hdfs.DEFAULT_HTTP_PORT)
+    assert hdfs.http_address("other:8020", {"dfs.namenode.http-address": "nn1:50070"}) == (
+        "other", hdfs.DEFAULT_HTTP_PORT)
 
 
 def test_a_storage_failure_is_a_storage_access_error_and_a_missing_file_is_not(tmp_path: Path) -> None:

@@ -99,13 +99,20 @@ def read_files(spark: SparkSession, paths: Iterable[str]) -> dict[str, bytes]:
 
 def read_file(spark: SparkSession, path: str) -> bytes | None:
     """One file's content, or None when it does not exist."""
+    found = read_file_where(spark, path)
+    return found[1] if found else None
+
+
+def read_file_where(spark: SparkSession, path: str) -> tuple[str, bytes] | None:
+    """One file's URI as the server's file system qualifies it (a path without a scheme on its default file
+    system), and its content; None when it does not exist."""
     try:
-        rows = spark.read.format("binaryFile").load(path).select("content").collect()
+        rows = spark.read.format("binaryFile").load(path).select("path", "content").collect()
     except AnalysisException as error:
         if _is_missing_path(error):
             return None
         raise
-    return bytes(rows[0].content) if rows else None
+    return (str(rows[0].path), bytes(rows[0].content)) if rows else None
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:

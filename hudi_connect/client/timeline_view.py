@@ -22,10 +22,10 @@ from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import over_connect
 from hudi_connect.client.task_rows import spark_schema, task_rows
-from hudi_connect.errors import InvalidInstantError, NotAHudiTableError, TableNotFoundError
+from hudi_connect.errors import InvalidInstantError, NotAHudiTableError, TableNotFoundError, UnsupportedStorageError
 from hudi_connect.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
 from hudi_connect.executor.object_store import StorageOp, StorageResult
-from hudi_connect.executor.storage import location_of
+from hudi_connect.executor.storage import location_of, supported_schemes
 from hudi_connect.format import archived_timeline as archive
 from hudi_connect.format.archived_timeline import ArchivedTimeline, archived_instant
 from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
@@ -39,15 +39,21 @@ from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantSt
 
 def load_properties(spark: SparkSession, path: str) -> TableProperties:
     """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
-    location_of(path)  # a storage the workers have no client for is refused before any job runs
+    location = location_of(path)  # a storage the workers have no client for is refused before any job runs
     base = path.rstrip("/")
     # by binaryFile, not an executor task (fewer requests to an object store): a session's first call must be
     # one pyspark retries, and shipping our code to the executors (addArtifacts) is not
-    content = remote_files.read_file(spark, f"{base}/.hoodie/hoodie.properties")
-    if content is None:
+    found = remote_files.read_file_where(spark, f"{base}/.hoodie/hoodie.properties")
+    if found is None:
         if not remote_files.path_exists(spark, base):
             raise TableNotFoundError(f"no table at {path}: the path does not exist")
         raise NotAHudiTableError(f"{path} is not a Hudi table: it has no .hoodie/hoodie.properties")
+    qualified, content = found
+    if not location.scheme and not qualified.startswith("file:"):  # the workers would look on their local disk
+        raise UnsupportedStorageError(
+            "", path, supported_schemes(),
+            detail=f"the server finds it at {qualified.rsplit('/.hoodie/', 1)[0]} (its default file system): give "
+                   "the table's whole URI")
     raw = parse_java_properties(content.decode("utf-8", errors="replace"))
     return TableProperties.from_properties(raw, where=f"the table at {path}")
 

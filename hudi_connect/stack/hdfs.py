@@ -39,7 +39,7 @@ DATANODE_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 READY_PROBE = "/tmp/.hudi-connect-ready"
 USER = "hudi"  # who clients write as (permissions are off)
 ROLES = ("rpc", "http", "datanode", "datanode_ipc", "datanode_http")
-CLIENT_SETTINGS = ("dfs.namenode.http-address", "dfs.client.use.datanode.hostname")
+CLIENT_SETTINGS = ("dfs.namenode.rpc-address", "dfs.namenode.http-address", "dfs.client.use.datanode.hostname")
 # Java 17: the JAXB that Jersey's WADL uses in WebHDFS injects accessor classes through ClassLoader.defineClass
 JAVA17_OPTIONS = ["--add-opens=java.base/java.lang=ALL-UNNAMED"]
 LOG4J_PROPERTIES = """\

@@ -24,11 +24,13 @@ any job runs) with :class:`~hudi_connect.errors.UnsupportedStorageError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import importlib
+import uuid
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, cast
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -72,17 +74,21 @@ class Location:
     path: str  # as the file system of the location takes it
 
 
+def supported_schemes() -> list[str]:
+    return sorted(scheme for scheme in SCHEMES if scheme)
+
+
 def location_of(uri: str) -> Location:
     """The location of ``uri``; UnsupportedStorageError for a scheme no client here handles."""
     parsed = urlparse(uri)
     scheme = parsed.scheme.lower()
     kind = SCHEMES.get(scheme)
     if kind is None or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):  # (a drive letter is no scheme)
-        raise UnsupportedStorageError(scheme, uri, sorted(s for s in SCHEMES if s))
+        raise UnsupportedStorageError(scheme, uri, supported_schemes())
     if kind == "local":
         return Location(uri, kind, scheme, "", parsed.path if scheme else uri)
     if not parsed.netloc:
-        raise UnsupportedStorageError(scheme, uri, sorted(s for s in SCHEMES if s),
+        raise UnsupportedStorageError(scheme, uri, supported_schemes(),
                                       detail=f"a {scheme}:// URI names its bucket, container or namenode")
     if kind == "azure":
         container = parsed.netloc.split("@", 1)[0]
@@ -92,30 +98,26 @@ def location_of(uri: str) -> Location:
     return Location(uri, kind, scheme, parsed.netloc, f"{parsed.netloc}{parsed.path}")
 
 
+class StorageClient(Protocol):
+    """What each storage's module provides (``s3``, ``gcs``, ``azure``, ``hdfs``, ``local``)."""
+
+    def filesystem(self, location: Location) -> pafs.FileSystem: ...
+
+    def create_exclusive(self, location: Location, data: bytes) -> bool:
+        """Write ``data`` unless something is there, in one atomic step; whether it was written."""
+
+    def replace(self, location: Location, data: bytes) -> None:
+        """Replace the file with ``data``: readers see the old content or the new, never a part."""
+
+
+def client_of(location: Location) -> StorageClient:
+    return cast(StorageClient, importlib.import_module(f"hudi_connect.executor.storage.{location.kind}"))
+
+
 def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
     """The file system and in-filesystem path of a URI (see the table above)."""
     location = location_of(uri)
-    return _filesystem(location), location.path
-
-
-def _filesystem(location: Location) -> pafs.FileSystem:
-    if location.kind == "s3":
-        from hudi_connect.executor.storage import s3
-
-        return s3.filesystem(location.authority)
-    if location.kind == "gcs":
-        from hudi_connect.executor.storage import gcs
-
-        return gcs.filesystem()
-    if location.kind == "azure":
-        from hudi_connect.executor.storage import azure
-
-        return azure.filesystem(location.authority)
-    if location.kind == "hdfs":
-        from hudi_connect.executor.storage import hdfs
-
-        return hdfs.filesystem(location.authority)
-    return pafs.LocalFileSystem()
+    return client_of(location).filesystem(location), location.path
 
 
 @contextmanager
@@ -136,46 +138,37 @@ def create_exclusive(uri: str, data: bytes) -> bool:
     """Write ``data`` at ``uri`` unless something is there, in one atomic step; whether it was written."""
     location = location_of(uri)
     with storage_access(uri, "creating"):
-        creator: Callable[[Location, bytes], bool]
-        if location.kind == "s3":
-            from hudi_connect.executor.storage.s3 import create_exclusive as creator
-        elif location.kind == "gcs":
-            from hudi_connect.executor.storage.gcs import create_exclusive as creator
-        elif location.kind == "azure":
-            from hudi_connect.executor.storage.azure import create_exclusive as creator
-        elif location.kind == "hdfs":
-            from hudi_connect.executor.storage.hdfs import create_exclusive as creator
-        else:
-            from hudi_connect.executor.storage.local import create_exclusive as creator
-        return creator(location, data)
+        return client_of(location).create_exclusive(location, data)
 
 
 def replace(uri: str, data: bytes) -> None:
-    """Replace the file at ``uri`` with ``data`` so that readers see the old content or the new, never a part:
-    an object store's PUT is that already; a file system writes aside and renames."""
+    """Replace the file at ``uri`` with ``data`` so that readers see the old content or the new, never a part."""
     location = location_of(uri)
     with storage_access(uri, "writing"):
-        if location.kind == "local":
-            from hudi_connect.executor.storage.local import replace as local_replace
+        client_of(location).replace(location, data)
 
-            local_replace(location, data)
-        elif location.kind == "hdfs":
-            from hudi_connect.executor.storage.hdfs import replace as hdfs_replace
 
-            hdfs_replace(location, data)
-        else:
-            with _filesystem(location).open_output_stream(location.path) as out:
-                out.write(data)
+def put_object(location: Location, data: bytes) -> None:
+    """One object written whole through pyarrow's output stream: it appears when the stream closes (an S3 PUT
+    or multipart completion, a GCS upload's finalization), the old one until then."""
+    with client_of(location).filesystem(location).open_output_stream(location.path) as out:
+        out.write(data)
+
+
+def aside(path: str) -> str:
+    """A hidden temporary name beside ``path``, to be renamed into place (on file systems, where renames are)."""
+    parent = path.rsplit("/", 1)[0] or "/"
+    return f"{parent}/.{uuid.uuid4().hex}.tmp"
 
 
 def copy(source_uri: str, target_uri: str) -> None:
     """Replace the file at ``target_uri`` with a copy of ``source_uri``, appearing whole."""
     source, target = location_of(source_uri), location_of(target_uri)
-    if source.kind in ("local", "hdfs"):
-        replace(target_uri, read_bytes(source_uri))  # written aside and renamed into place
+    if source.kind in ("local", "hdfs") or (source.kind, source.authority) != (target.kind, target.authority):
+        replace(target_uri, read_bytes(source_uri))  # written aside and renamed into place, or put whole
         return
     with storage_access(source_uri, "copying"):  # an object store's copy: the target appears whole
-        _filesystem(source).copy_file(source.path, target.path)
+        client_of(source).filesystem(source).copy_file(source.path, target.path)
 
 
 def join(base_uri: str, *parts: str) -> str:
@@ -200,14 +193,11 @@ def read_many(uris: Sequence[str], threads: int = 8) -> list[bytes]:
 def list_directory(uri: str, *, recursive: bool = False) -> list[pafs.FileInfo]:
     """What is in the directory at ``uri`` (nothing if it does not exist); paths as the file system gives them."""
     location = location_of(uri)
-    filesystem = _filesystem(location)
+    filesystem = client_of(location).filesystem(location)
     selector = pafs.FileSelector(location.path.rstrip("/"), recursive=recursive or location.kind == "gcs",
                                  allow_not_found=True)
     with storage_access(uri, "listing"):
-        try:
-            infos = filesystem.get_file_info(selector)
-        except NotADirectoryError:  # below an object that stands for a directory (WASB's): nothing is there
-            return []
+        infos = filesystem.get_file_info(selector)
     if location.kind == "gcs" and not recursive:
         infos = _first_level(infos, selector.base_dir)
     return without_directory_markers(infos)

@@ -61,10 +61,10 @@ def filesystem_options(account: AzureAccount) -> dict[str, Any]:
     options: dict[str, Any] = {"account_name": account.name}
     if account.key:
         options["account_key"] = account.key
-    if account.blob_endpoint:
-        endpoint = urlparse(account.blob_endpoint)
+    endpoint = urlparse(account.blob_endpoint or "")
+    if endpoint.netloc and not endpoint.netloc.lower().startswith(f"{account.name.lower()}."):
         # an endpoint that is not the account's own host names the account in its path (path-style, as
-        # emulators serve it): pyarrow adds it there itself
+        # emulators serve it): pyarrow adds it there itself; the account's own host is pyarrow's default
         options.update(blob_storage_authority=endpoint.netloc, blob_storage_scheme=endpoint.scheme,
                        dfs_storage_authority=endpoint.netloc, dfs_storage_scheme=endpoint.scheme)
     return options
@@ -75,24 +75,39 @@ def _filesystem(account: AzureAccount) -> pafs.FileSystem:
     return pafs.AzureFileSystem(**filesystem_options(account))
 
 
-def filesystem(authority: str) -> pafs.FileSystem:
-    return _filesystem(account_of(authority))
+def filesystem(location: Location) -> pafs.FileSystem:
+    return _filesystem(account_of(location.authority))
 
 
 def create_exclusive(location: Location, data: bytes) -> bool:
     """Put Blob with ``If-None-Match: *`` (the SDK's ``overwrite=False``): one writer wins."""
     from azure.core.exceptions import ResourceExistsError
+
+    try:
+        _put_blob(location, data, overwrite=False)
+        return True
+    except ResourceExistsError:
+        return False
+
+
+def replace(location: Location, data: bytes) -> None:
+    """One Put Blob: pyarrow's output stream would first leave an empty blob in the old one's place."""
+    _put_blob(location, data, overwrite=True)
+
+
+def _put_blob(location: Location, data: bytes, *, overwrite: bool) -> None:
+    from azure.core.exceptions import AzureError, ResourceExistsError
     from azure.storage.blob import BlobClient
 
     account = account_of(location.authority)
     container, _, name = location.path.partition("/")
     endpoint = account.blob_endpoint or f"https://{account.name}.blob.core.windows.net"
-    client = BlobClient(endpoint, container, name, credential=_credential(account))
     try:
-        client.upload_blob(data, overwrite=False)
-        return True
+        BlobClient(endpoint, container, name, credential=_credential(account)).upload_blob(data, overwrite=overwrite)
     except ResourceExistsError:
-        return False
+        raise
+    except AzureError as error:  # the storage's refusal, as the other clients raise it
+        raise OSError(f"Azure Put Blob of {container}/{name} in {account.name}: {error}") from error
 
 
 def _credential(account: AzureAccount) -> Any:

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import Location
+from hudi_connect.executor.storage import Location, put_object
 
 
 def emulator_url() -> str | None:
@@ -40,14 +40,19 @@ def _filesystem(emulator: str | None) -> pafs.GcsFileSystem:
                               retry_time_limit=RETRY_TIME_LIMIT)
 
 
-def filesystem() -> pafs.GcsFileSystem:
+def filesystem(location: Location) -> pafs.GcsFileSystem:
     return _filesystem(emulator_url())
+
+
+def replace(location: Location, data: bytes) -> None:
+    put_object(location, data)
 
 
 def create_exclusive(location: Location, data: bytes) -> bool:
     """GCS's precondition ``ifGenerationMatch=0``: the upload succeeds only where no object exists. (The
     client sends small objects as one multipart upload, where fake-gcs-server checks preconditions too.)"""
-    from google.api_core.exceptions import PreconditionFailed
+    from google.api_core.exceptions import GoogleAPIError, PreconditionFailed
+    from google.auth.exceptions import GoogleAuthError
 
     bucket, _, name = location.path.partition("/")
     try:
@@ -55,6 +60,8 @@ def create_exclusive(location: Location, data: bytes) -> bool:
         return True
     except PreconditionFailed:
         return False
+    except (GoogleAPIError, GoogleAuthError) as error:  # the storage's refusal, as the other clients raise it
+        raise OSError(f"GCS upload of gs://{location.path}: {error}") from error
 
 
 @lru_cache(maxsize=4)

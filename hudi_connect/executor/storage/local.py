@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import os
-import uuid
 
-from hudi_connect.executor.storage import Location
+import pyarrow.fs as pafs
+
+from hudi_connect.executor.storage import Location, aside
 
 
-def aside(path: str) -> str:
-    """A hidden temporary name beside local ``path`` (its directory created), to be renamed or linked into place."""
-    parent = path.rsplit("/", 1)[0]
-    os.makedirs(parent, exist_ok=True)
-    return f"{parent}/.{uuid.uuid4().hex}.tmp"
+def filesystem(location: Location) -> pafs.LocalFileSystem:
+    return pafs.LocalFileSystem()
 
 
 def _written_aside(path: str, data: bytes) -> str:
     temporary = aside(path)
+    os.makedirs(temporary.rsplit("/", 1)[0], exist_ok=True)
     with open(temporary, "wb") as out:
         out.write(data)
         out.flush()

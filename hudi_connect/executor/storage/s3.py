@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import Location
+from hudi_connect.executor.storage import Location, put_object
 
 DEFAULT_REGION = "us-east-1"
 
@@ -54,6 +54,8 @@ def filesystem_options(settings: S3Settings, bucket_region: str | None) -> dict[
         options["scheme"] = parsed.scheme or "https"
     if settings.addressing == "virtual":
         options["force_virtual_addressing"] = True
+    elif settings.addressing == "path" and not settings.endpoint_url:  # AWS itself, path-style: its regional host
+        options.update(endpoint_override=f"s3.{options['region']}.amazonaws.com", scheme="https")
     return options
 
 
@@ -66,26 +68,38 @@ def client_options(settings: S3Settings, bucket_region: str | None) -> dict[str,
             "config": Config(s3={"addressing_style": style})}
 
 
-@lru_cache(maxsize=64)
+_REGIONS: dict[str, str] = {}  # bucket -> its region, as AWS told it (an answer is kept; a failure is not)
+
+
 def bucket_region(bucket: str, settings: S3Settings) -> str | None:
     """The bucket's region where AWS is the endpoint (pyarrow asks S3 with one unsigned HEAD, whose
     ``x-amz-bucket-region`` answers even a redirect or a refusal); another endpoint serves its configured
     region (None: unknown)."""
     if settings.endpoint_url:
         return None
-    try:
-        return str(pafs.resolve_s3_region(bucket))
-    except OSError:  # unreachable or unknown: the read itself will say what is wrong
-        return None
+    if bucket not in _REGIONS:
+        try:
+            _REGIONS[bucket] = str(pafs.resolve_s3_region(bucket))
+        except OSError:  # unreachable or unknown: the read itself will say what is wrong
+            return None
+    return _REGIONS[bucket]
 
 
 @lru_cache(maxsize=64)
+def _filesystem_in(region: str | None, settings: S3Settings) -> pafs.S3FileSystem:
+    return pafs.S3FileSystem(**filesystem_options(settings, region))
+
+
 def _filesystem(bucket: str, settings: S3Settings) -> pafs.S3FileSystem:
-    return pafs.S3FileSystem(**filesystem_options(settings, bucket_region(bucket, settings)))
+    return _filesystem_in(bucket_region(bucket, settings), settings)
 
 
-def filesystem(bucket: str) -> pafs.S3FileSystem:
-    return _filesystem(bucket, S3Settings.from_environment())
+def filesystem(location: Location) -> pafs.S3FileSystem:
+    return _filesystem(location.authority, S3Settings.from_environment())
+
+
+def replace(location: Location, data: bytes) -> None:
+    put_object(location, data)
 
 
 def create_exclusive(location: Location, data: bytes) -> bool:
