@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.executor.storage import filesystem_for, location_of, storage_access
+from hudi_connect.executor.storage import filesystem_for, location_of, read_bytes, storage_access
 from hudi_connect.executor.storage.s3 import S3Settings
 
 LANCE_SUFFIX = ".lance"
@@ -25,6 +25,8 @@ def read_base_file(uri: str) -> pa.Table:
     """Every record of the base file at ``uri``."""
     if uri.endswith(LANCE_SUFFIX):
         return read_lance_file(uri)
+    if location_of(uri).kind == "hdfs":  # WebHDFS answers each ranged read with two requests: read it whole
+        return pq.ParquetFile(pa.BufferReader(read_bytes(uri))).read(use_threads=False)
     filesystem, path = filesystem_for(uri)
     with storage_access(uri), filesystem.open_input_file(path) as handle:
         return pq.ParquetFile(handle).read(use_threads=False)

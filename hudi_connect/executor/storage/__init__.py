@@ -103,6 +103,9 @@ class StorageClient(Protocol):
 
     def filesystem(self, location: Location) -> pafs.FileSystem: ...
 
+    def read(self, location: Location) -> bytes:
+        """The whole file, in as few requests as the storage allows."""
+
     def create_exclusive(self, location: Location, data: bytes) -> bool:
         """Write ``data`` unless something is there, in one atomic step; whether it was written."""
 
@@ -176,8 +179,15 @@ def join(base_uri: str, *parts: str) -> str:
 
 
 def read_bytes(uri: str) -> bytes:
-    filesystem, path = filesystem_for(uri)
-    with storage_access(uri), filesystem.open_input_stream(path) as stream:
+    """The whole file (FileNotFoundError where there is none)."""
+    location = location_of(uri)
+    with storage_access(uri):
+        return client_of(location).read(location)
+
+
+def read_stream(location: Location) -> bytes:
+    """A whole file through pyarrow's input stream: one GET on an object store."""
+    with client_of(location).filesystem(location).open_input_stream(location.path) as stream:
         return bytes(stream.read())
 
 

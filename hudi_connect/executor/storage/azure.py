@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import Location
+from hudi_connect.executor.storage import Location, read_stream
 
 EMULATOR_HOST = "storageemulator"
 # the storage emulator's documented development account (Azurite's and Hadoop's), not a secret
@@ -77,6 +77,10 @@ def _filesystem(account: AzureAccount) -> pafs.FileSystem:
 
 def filesystem(location: Location) -> pafs.FileSystem:
     return _filesystem(account_of(location.authority))
+
+
+def read(location: Location) -> bytes:
+    return read_stream(location)
 
 
 def create_exclusive(location: Location, data: bytes) -> bool:

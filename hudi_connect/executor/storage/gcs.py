@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import Location, put_object
+from hudi_connect.executor.storage import Location, put_object, read_stream
 
 
 def emulator_url() -> str | None:
@@ -42,6 +42,10 @@ def _filesystem(emulator: str | None) -> pafs.GcsFileSystem:
 
 def filesystem(location: Location) -> pafs.GcsFileSystem:
     return _filesystem(emulator_url())
+
+
+def read(location: Location) -> bytes:
+    return read_stream(location)
 
 
 def replace(location: Location, data: bytes) -> None:

@@ -65,6 +65,13 @@ def filesystem(location: Location) -> pafs.PyFileSystem:
     return pafs.PyFileSystem(_WebHdfsHandler(client(location)))
 
 
+def read(location: Location) -> bytes:
+    """One OPEN (the namenode's redirect, then the datanode's bytes); fsspec's file objects ask for the file's
+    status first, and pyarrow's reads through them ask again per range."""
+    with _as_os_errors():
+        return bytes(client(location)._call("OPEN", path=location.path).content)
+
+
 @contextmanager
 def _as_os_errors() -> Iterator[None]:
     """fsspec's WebHDFS raises HDFS's other refusals (a namenode in safe mode or standby, a bad argument) as

@@ -6,11 +6,15 @@ import os
 
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import Location, aside
+from hudi_connect.executor.storage import Location, aside, read_stream
 
 
 def filesystem(location: Location) -> pafs.LocalFileSystem:
     return pafs.LocalFileSystem()
+
+
+def read(location: Location) -> bytes:
+    return read_stream(location)
 
 
 def _written_aside(path: str, data: bytes) -> str:

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.storage import Location, put_object
+from hudi_connect.executor.storage import Location, put_object, read_stream
 
 DEFAULT_REGION = "us-east-1"
 
@@ -96,6 +96,10 @@ def _filesystem(bucket: str, settings: S3Settings) -> pafs.S3FileSystem:
 
 def filesystem(location: Location) -> pafs.S3FileSystem:
     return _filesystem(location.authority, S3Settings.from_environment())
+
+
+def read(location: Location) -> bytes:
+    return read_stream(location)
 
 
 def replace(location: Location, data: bytes) -> None:
