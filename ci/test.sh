@@ -7,8 +7,8 @@
 #      install test's Spark 4 end, which runs the unit tests beside the newest numpy, pandas and pyarrow.
 #   3. Containers: the same stack as containers (`--hudi-connect-backend docker`) from images built here
 #      (podman's Docker API when no Docker engine answers), running a slice of the end-to-end suite: the
-#      smoke tests, CDC against Hudi's, the COW/MOR model, the reverse streamer, the JVM client, and a table
-#      read from GCS, Azure and HDFS servers in containers.
+#      smoke tests, CDC against Hudi's, the COW/MOR model, the reverse streamer, and the JVM client (with
+#      --full, also Hudi's tables and the fixture tables on GCS, Azure and HDFS servers in containers).
 # Legs 2 and 3 are set up (the Spark 4 client and server, podman and the images) in the background while
 # leg 1 runs: that work waits on downloads and the disk more than on the CPU.
 #
@@ -49,8 +49,8 @@ containers=(
   "integration/test_table_model.py::test_random_operation_sequences_match_the_model[minio-MERGE_ON_READ]"
   "integration/test_reverse_stream.py::test_random_histories_reach_every_sink_exactly[COPY_ON_WRITE-11]"
   integration/test_jvm_client.py integration/test_stack_cli.py
-  "integration/test_storages.py::test_fixture_tables_on_the_storage_read_equal_hudi_rs[azure-cow_v9_txns_simple_meta]"
 )
+images=(minio kafka postgres spark-connect)  # what the slice runs; --full adds the other storages' servers
 case "${1:-}" in
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
   --full) shift; selection=(-m "not spark4"); spark4_lines=(4.1 4.0); leg1_args=("$@")
@@ -58,7 +58,8 @@ case "${1:-}" in
                 integration/test_cdc.py integration/test_table_model.py integration/test_reverse_stream.py
                 integration/test_jvm_client.py integration/test_stack_cli.py
                 "integration/test_storages.py::test_reads_on_the_storage_equal_hudis[hdfs-MERGE_ON_READ]"
-                "integration/test_storages.py::test_fixture_tables_on_the_storage_read_equal_hudi_rs[azure-cow_v9_txns_simple_meta]") ;;
+                "integration/test_storages.py::test_fixture_tables_on_the_storage_read_equal_hudi_rs[azure-cow_v9_txns_simple_meta]")
+    images=() ;;
   --spark4) shift; legs=(spark4); leg2_args=("$@") ;;
   --containers) shift; legs=(containers); spark4_lines=(); leg3_args=("$@") ;;
   *) leg1_args=("$@") ;;
@@ -78,7 +79,7 @@ if has_leg containers; then
   # podman, runc and mmdebstrap (apt) and podman's settings, unless a Docker engine answers; then the stack's
   # own images, even where a registry answers: the public Spark image has no pyarrow for the jar-free reads,
   # and its Python is not the client's
-  ("$VENV/bin/python" -m hudi_connect.stack.provision podman && "$VENV/bin/python" -m hudi_connect.stack.images \
+  ("$VENV/bin/python" -m hudi_connect.stack.provision podman && "$VENV/bin/python" -m hudi_connect.stack.images "${images[@]}" \
     && date +%s >"$logs/containers.log.done") >"$logs/containers.log" 2>&1 &
   background+=("$!:the container leg's set-up:$logs/containers.log")
 fi

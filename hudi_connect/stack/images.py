@@ -27,7 +27,7 @@ import platform
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -252,10 +252,13 @@ def image_sizes(client: docker.DockerClient) -> dict[str, int]:
     return sizes
 
 
-def build_all() -> None:
-    """Every service image (and the base), ahead of the tests that need them: ``ci/test.sh`` runs this in the
-    background while the first leg runs. The engine is the one that answers, else podman's, started for the
-    build and stopped after it."""
+def build_all(services: Sequence[str] = SERVICES) -> None:
+    """The images of ``services`` (default all; and the base), ahead of the tests that need them: ``ci/test.sh``
+    runs this in the background while the first leg runs. The engine is the one that answers, else podman's,
+    started for the build and stopped after it."""
+    unknown = sorted(set(services) - set(SERVICES))
+    if unknown:
+        raise ProvisioningError(f"no images for {unknown}: choose from {', '.join(SERVICES)}")
     import docker
 
     from hudi_connect.stack.engine import ensure_engine, stop_started_engine
@@ -265,7 +268,7 @@ def build_all() -> None:
         try:
             client = docker.from_env()
             try:
-                for service in SERVICES:
+                for service in services:
                     ensure_service_image(client, service)
                 provision.progress("images ready: " + ", ".join(
                     f"{name} {size / 2**20:.0f} MiB" for name, size in image_sizes(client).items()))
@@ -275,9 +278,9 @@ def build_all() -> None:
             stop_started_engine(Path(run_dir))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m hudi_connect.stack.images [SERVICE ...]
     try:
-        build_all()
+        build_all(sys.argv[1:] or SERVICES)
     except ProvisioningError as error:
         print(f"hudi-connect: building the images failed: {error}", file=sys.stderr)
         sys.exit(1)

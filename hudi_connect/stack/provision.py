@@ -500,15 +500,10 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
     lanes: list[Callable[[], object]] = [maven, apt]
     if "server-python" in components:
         lanes.append(ensure_server_python)
-    def go() -> None:  # one Go build at a time: each takes both cores
-        if "minio" in components:
-            ensure_minio()
-        if "storage-servers" in components:
-            ensure_fake_gcs_server()
-
-    lanes.append(go)
-    if "storage-servers" in components:
-        lanes.append(ensure_azurite)
+    if "minio" in components:
+        lanes.append(ensure_minio)
+    if "storage-servers" in components:  # beside MinIO's build: its module downloads overlap that build
+        lanes += [ensure_fake_gcs_server, ensure_azurite]
     lanes += [functools.partial(ensure_spark4_server, line) for line in lines]
     with ThreadPoolExecutor(len(lanes)) as pool:
         outcomes = [pool.submit(lane) for lane in lanes]
