@@ -144,9 +144,9 @@ class StorageAccessError(HudiConnectError):
         self.reason = reason
         super().__init__(
             f"{doing} {path} failed in a Spark worker: {reason.rstrip('.')}. The server's Python workers take "
-            f"credentials and settings from their own environment: {credential_sources}. Hadoop's settings (spark.hadoop.*) reach "
-            "only the JVM: set them for the workers with spark.executorEnv.* (and the server's own environment "
-            "for a local master), or give the hosts a role")
+            f"credentials and settings from their own environment: {credential_sources}. Hadoop's settings "
+            "(spark.hadoop.*) reach only the JVM: set them for the workers with spark.executorEnv.* (and the "
+            "server's own environment for a local master), or give the hosts a role")
 
 
 class UnsupportedStorageError(HudiConnectError):
