@@ -9,6 +9,7 @@ except ImportError as missing:  # the Spark line is an extra: a Connect client w
 
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
+from hudi_connect.client.timeline_view import forget_table
 from hudi_connect.client.worker_errors import library_errors
 from hudi_connect.errors import (
     HistoryUnavailableError,
@@ -74,6 +75,7 @@ __all__ = [
     "__version__",
     "bound_server_wait",
     "connect",
+    "forget_table",
     "is_server_lost",
     "library_errors",
     "require_hudi_server",

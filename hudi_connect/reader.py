@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import task_rows
+from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError, UnsupportedOperationError
 from hudi_connect.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
@@ -197,7 +197,7 @@ class TableReader:
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
             # and tens of milliseconds each (a third of a 100k-row read's time)
             slices_df = task_rows(self._spark, rows, SLICES_SCHEMA)
-            parts.append(slices_df.mapInArrow(partial(read_file_slices, config), plan.schema))
+            parts.append(map_task_rows(slices_df, SLICES_SCHEMA, partial(read_file_slices, config), plan.schema))
         if not parts:
             return self._spark.createDataFrame([], plan.schema)
         df = reduce(lambda a, b: a.unionByName(b), parts)

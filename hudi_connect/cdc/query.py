@@ -31,7 +31,7 @@ from hudi_connect.cdc.jvm_decoding import (
 )
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import task_rows
+from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import (
     HistoryUnavailableError,
@@ -270,7 +270,8 @@ class ChangeQuery:
         if small is not None:
             return DecodingChoice("python", small)
         ship_package(self._spark)
-        found = self._split_rows(record_rows).mapInArrow(partial(cdc_writer_schemas, config), WRITER_SCHEMAS_DDL)
+        found = map_task_rows(self._split_rows(record_rows), SPLITS_SCHEMA, partial(cdc_writer_schemas, config),
+                              WRITER_SCHEMAS_DDL)
         schemas = tuple(sorted({row.writer_schema for row in found.collect()}))
         for schema in schemas:
             reason = unsupported_writer_schema(schema, image_type, config.record_key_fields)
@@ -290,13 +291,14 @@ class ChangeQuery:
         parts = []
         if plan.python_rows:
             ship_package(self._spark)
-            parts.append(self._split_rows(plan.python_rows).mapInArrow(partial(change_events, plan.config),
-                                                                        plan.events_schema))
+            parts.append(map_task_rows(self._split_rows(plan.python_rows), SPLITS_SCHEMA,
+                                       partial(change_events, plan.config), plan.events_schema))
         if plan.record_rows:
             assert plan.choice is not None
             from pyspark.sql.pandas.types import from_arrow_schema
 
-            record_bytes = self._split_rows(plan.record_rows).mapInArrow(
+            record_bytes = map_task_rows(
+                self._split_rows(plan.record_rows), SPLITS_SCHEMA,
                 partial(cdc_record_bytes, plan.config, {s: n for n, s in enumerate(plan.choice.writer_schemas)}),
                 from_arrow_schema(RECORD_BYTES_SCHEMA))
             parts.append(decoded_events(record_bytes, plan.choice, plan.spark_schema,

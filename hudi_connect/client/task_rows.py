@@ -1,18 +1,24 @@
-"""Rows the client hands to executor tasks, typed on the client.
+"""Rows the client hands to executor tasks, typed on the client, and the Python functions run over them.
 
 Given a DDL string, ``createDataFrame`` asks the server to parse it: a round trip of tens of milliseconds
 in every plan. The executors' row contracts are Arrow schemas instead, converted here once per process.
+And pyspark 3.5's ``mapInArrow`` asks the server for its input's columns (another round trip) even when the
+client built that input from a schema it holds: :func:`map_task_rows` names them itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
+from typing import Any, cast
 
 import pyarrow as pa
+import pyspark
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
+
+ArrowFunction = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
 @cache
@@ -23,3 +29,19 @@ def spark_schema(schema: pa.Schema) -> StructType:
 def task_rows(spark: SparkSession, rows: Sequence[tuple[object, ...]], schema: pa.Schema) -> DataFrame:
     """``rows`` as a local relation of ``schema`` (sliced as Spark slices one: a task per core)."""
     return spark.createDataFrame(list(rows), spark_schema(schema))
+
+
+def map_task_rows(rows: DataFrame, schema: pa.Schema, function: ArrowFunction, output: StructType | str) -> DataFrame:
+    """``rows.mapInArrow(function, output)`` for ``rows`` of ``schema`` (made by :func:`task_rows`, perhaps
+    repartitioned), without asking the server for their columns."""
+    if not pyspark.__version__.startswith("3.5"):  # Spark 4 clients keep the schema they were given
+        return rows.mapInArrow(function, output)
+    from pyspark.rdd import PythonEvalType
+    from pyspark.sql.connect import plan
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.udf import UserDefinedFunction
+
+    udf = UserDefinedFunction(function, returnType=output, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    child = cast(Any, rows)._plan  # a Connect DataFrame's plan (typed as the classic DataFrame)
+    mapped = plan.MapPartitions(child=child, function=udf, cols=schema.names, is_barrier=False)
+    return ConnectDataFrame.withPlan(mapped, session=rows.sparkSession)  # type: ignore[arg-type,return-value]

@@ -2,8 +2,13 @@
 Spark Connect server (Hudi jar or not): the listing on an executor, the files with
 Spark's ``binaryFile`` source.
 
-Completed instant files never change, so their decoded metadata is cached and
-read only once per view.
+Completed instant files never change, so what is read of them is kept per Spark
+session and table (:class:`_TableState`, the last few tables a session read): a
+later read asks the server's driver for the timeline directory's names (one
+analysis call, no Spark job) and, if they are the same, plans on the timeline it
+listed before; otherwise one task lists the timeline, reads the commit metadata
+not read yet and ``hoodie.properties`` again (a table upgraded, recreated, rolled
+back or restored at the same path always changes the names).
 """
 
 from __future__ import annotations
@@ -11,9 +16,13 @@ from __future__ import annotations
 import base64
 import fnmatch
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -43,7 +52,7 @@ def load_properties(spark: SparkSession, path: str) -> TableProperties:
     base = path.rstrip("/")
     # by binaryFile, not an executor task (fewer requests to an object store): a session's first call must be
     # one pyspark retries, and shipping our code to the executors (addArtifacts) is not
-    found = remote_files.read_file_where(spark, f"{base}/.hoodie/hoodie.properties")
+    found = remote_files.read_file_where(spark, _properties_path(base))
     if found is None:
         if not remote_files.path_exists(spark, base):
             raise TableNotFoundError(f"no table at {path}: the path does not exist")
@@ -54,8 +63,15 @@ def load_properties(spark: SparkSession, path: str) -> TableProperties:
             "", path, supported_schemes(),
             detail=f"the server finds it at {qualified.rsplit('/.hoodie/', 1)[0]} (its default file system): give "
                    "the table's whole URI")
-    raw = parse_java_properties(content.decode("utf-8", errors="replace"))
-    return TableProperties.from_properties(raw, where=f"the table at {path}")
+    return _parsed_properties(content.decode("utf-8", errors="replace"), base)
+
+
+def _properties_path(base: str) -> str:
+    return f"{base}/.hoodie/hoodie.properties"
+
+
+def _parsed_properties(text: str, base: str) -> TableProperties:
+    return TableProperties.from_properties(parse_java_properties(text), where=f"the table at {base}")
 
 
 @dataclass
@@ -67,22 +83,103 @@ class _ArchiveCache:
     active_from: str = ""  # the first instant of the active timeline it was read beside
 
 
+@dataclass
+class _TableState:
+    """What a session has read of one table: replaced whole when ``hoodie.properties`` changes."""
+
+    properties: TableProperties
+    metadata: dict[str, CommitMetadata] = field(default_factory=dict)  # by instant file path
+    archive: _ArchiveCache = field(default_factory=_ArchiveCache)
+    cleans: dict[str, str | None] = field(default_factory=dict)
+    names: frozenset[str] | None = None  # the timeline's instant file names when last listed
+    timeline: Timeline | None = None  # the timeline those names make
+    files_listed: bool = False  # whether the table's data files were listed with them
+    files: tuple[StoredFile, ...] | None = None  # those files (None: too many to send)
+
+
+class _SessionTables:
+    """The :class:`_TableState` of the last :data:`MAX_TABLES` tables each session read (least recently
+    used dropped first): bounded, and gone with the session."""
+
+    MAX_TABLES = 32
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_session: weakref.WeakKeyDictionary[SparkSession, OrderedDict[str, _TableState]] = \
+            weakref.WeakKeyDictionary()
+
+    def get(self, spark: SparkSession, base_path: str) -> _TableState | None:
+        with self._lock:
+            tables = self._by_session.get(spark)
+            state = tables.get(base_path) if tables is not None else None
+            if state is not None and tables is not None:
+                tables.move_to_end(base_path)
+            return state
+
+    def put(self, spark: SparkSession, base_path: str, state: _TableState) -> None:
+        with self._lock:
+            tables = self._by_session.setdefault(spark, OrderedDict())
+            tables[base_path] = state
+            tables.move_to_end(base_path)
+            while len(tables) > self.MAX_TABLES:
+                tables.popitem(last=False)
+
+    def drop(self, spark: SparkSession, base_path: str) -> None:
+        with self._lock:
+            self._by_session.get(spark, {}).pop(base_path, None)  # type: ignore[call-overload]
+
+
+_SESSION_TABLES = _SessionTables()
+
+
+def forget_table(spark: SparkSession, base_path: str) -> None:
+    """Drop what ``spark`` has cached of the table at ``base_path``: for a ``hoodie.properties`` rewritten
+    without any instant (hudi-cli's ``table update-configs``), the one change the timeline does not show."""
+    _SESSION_TABLES.drop(spark, base_path.rstrip("/"))
+
+
+def _state_for(spark: SparkSession, base_path: str, properties: TableProperties) -> _TableState:
+    """The session's state of the table if it was read with the same ``hoodie.properties``, else a new one."""
+    state = _SESSION_TABLES.get(spark, base_path)
+    if state is None or dict(state.properties.raw) != dict(properties.raw):
+        state = _TableState(properties)
+        _SESSION_TABLES.put(spark, base_path, state)
+    return state
+
+
 class TimelineView:
     """The timeline of one table as seen through a Spark session."""
 
     def __init__(self, spark: SparkSession, base_path: str, properties: TableProperties) -> None:
         self._spark = spark
         self._base_path = base_path.rstrip("/")
-        self.properties = properties
-        self._metadata_cache: dict[str, CommitMetadata] = {}
+        self._state = _state_for(spark, self._base_path, properties)
         self._pinned: Timeline | None = None
-        self._archive = _ArchiveCache()
-        self._clean_cache: dict[str, str | None] = {}
         self.pinned_files: tuple[StoredFile, ...] | None = None
+
+    @property
+    def properties(self) -> TableProperties:
+        return self._state.properties
+
+    @property
+    def _metadata_cache(self) -> dict[str, CommitMetadata]:
+        return self._state.metadata
+
+    @property
+    def _archive(self) -> _ArchiveCache:
+        return self._state.archive
 
     @classmethod
     def open(cls, spark: SparkSession, base_path: str) -> TimelineView:
-        return cls(spark, base_path, load_properties(spark, base_path))
+        """The view of the table at ``base_path``: from what the session read of it before where its timeline
+        has not changed since (no Spark job), else from ``hoodie.properties`` read now."""
+        base = base_path.rstrip("/")
+        state = _SESSION_TABLES.get(spark, base)
+        if state is not None and state.names is not None:
+            view = cls(spark, base, state.properties)
+            if view._timeline_names() == state.names:
+                return view
+        return cls(spark, base, load_properties(spark, base))
 
     @property
     def timeline_directory(self) -> str:
@@ -90,41 +187,97 @@ class TimelineView:
         return f"{directory}/{self.properties.timeline_dir}" if self.properties.timeline_dir else directory
 
     def timeline(self, *, with_metadata: bool = False) -> Timeline:
-        """The active timeline, listed afresh (unless pinned), as Hudi sees it (without reverse-stream
-        checkpoints). ``with_metadata``: in the same task, read the commit metadata of its completed write
-        commits this view has not read yet (for callers about to ask :meth:`commit_metadata` for them)."""
+        """The active timeline (unless pinned), as Hudi sees it (without reverse-stream checkpoints): the one
+        listed before if the timeline's names are the same, else listed afresh. ``with_metadata``: with the
+        commit metadata of its completed write commits (read in the listing's task where not read yet, for
+        callers about to ask :meth:`commit_metadata` for them)."""
         if self._pinned is not None:
             return self._pinned
-        return self.timeline_of(run_storage_ops(self._spark, [self.listing_op(with_metadata=with_metadata)])[0])
+        cached = self.cached_timeline(with_metadata=with_metadata)
+        if cached is not None:
+            return cached
+        return self.timeline_of(*run_storage_ops(self._spark, self.listing_ops(with_metadata=with_metadata)))
 
     @property
     def is_pinned(self) -> bool:
         """Whether :meth:`timeline` answers a timeline its caller listed (see :meth:`pinned`)."""
         return self._pinned is not None
 
-    def listing_op(self, *, with_metadata: bool = False) -> StorageOp:
-        """The storage op listing the timeline (see :meth:`timeline`), for a caller running it with other
-        ops in one task; :meth:`timeline_of` reads its result."""
-        if not with_metadata:
-            return StorageOp("list", self.timeline_directory)
-        known = sorted(path.rsplit("/", 1)[-1] for path in self._metadata_cache)
-        return StorageOp("timeline", self.timeline_directory, json.dumps(known))
+    def cached_timeline(self, *, with_metadata: bool = False, with_files: bool = False) -> Timeline | None:
+        """The timeline listed before (and, ``with_files``, the data files listed with it: :attr:`cached_files`)
+        if the timeline's names are still the same, asked of the server's driver (no Spark job); None where
+        it must be listed. Tables before version 8 are always listed: their completion times are the instant
+        files' modification times, which the driver's listing does not give."""
+        state = self._state
+        if state.timeline is None or state.names is None or self.properties.version < 8:
+            return None
+        if with_files and not state.files_listed:
+            return None
+        if with_metadata and any(self.instant_file(i) not in state.metadata
+                                 for i in state.timeline.write_commits() if i.is_completed):
+            return None
+        return state.timeline if self._timeline_names() == state.names else None
 
-    def timeline_of(self, listed: StorageResult) -> Timeline:
-        """The timeline of a :meth:`listing_op`'s result (its commit metadata cached)."""
+    @property
+    def cached_files(self) -> tuple[StoredFile, ...] | None:
+        """The data files listed with the timeline :meth:`cached_timeline` answers (None: too many to send)."""
+        return self._state.files
+
+    def _timeline_names(self) -> frozenset[str] | None:
+        """The instant file names in the timeline directory, as the server's driver lists them (an analysis
+        call, no Spark job); None if it cannot be listed (the caller lists it in a task, which says why)."""
+        directory = self.timeline_directory
+        try:
+            # recursive: the LSM timeline's directory below is no partition of this one
+            paths = (self._spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+                     .load(directory).inputFiles())
+        except AnalysisException:
+            return None
+        leaf = directory.rsplit("/", 1)[-1]
+        return _timeline_key(path.rsplit("/", 1)[-1] for path in paths if path.rsplit("/", 2)[-2] == leaf)
+
+    def listing_ops(self, *, with_metadata: bool = False) -> list[StorageOp]:
+        """The storage ops listing the timeline and reading ``hoodie.properties`` (see :meth:`timeline`), for a
+        caller running them with other ops in one task; :meth:`timeline_of` reads their results."""
+        properties = StorageOp("get", _properties_path(self._base_path))
+        if not with_metadata:
+            return [StorageOp("list", self.timeline_directory), properties]
+        known = sorted(path.rsplit("/", 1)[-1] for path in self._metadata_cache)
+        return [StorageOp("timeline", self.timeline_directory, json.dumps(known)), properties]
+
+    def timeline_of(self, listed: StorageResult, properties: StorageResult,
+                    data_files: StorageResult | None = None) -> Timeline:
+        """The timeline of :meth:`listing_ops`' results (its commit metadata cached), kept for later calls with
+        the table's files if a :func:`~hudi_connect.client.remote_files.data_files_op` listed them in the same
+        task (then :attr:`cached_files`). A changed ``hoodie.properties`` starts the table's state anew (a
+        table upgraded or recreated here)."""
+        if not properties.ok:
+            _SESSION_TABLES.drop(self._spark, self._base_path)
+            self._state = _TableState(load_properties(self._spark, self._base_path))  # says what is there now
+            return self.timeline(with_metadata=bool(listed.contents))
+        read = _parsed_properties(properties.text, self._base_path)
+        if dict(read.raw) != dict(self.properties.raw):
+            listed_directory = self.timeline_directory
+            self._state = _state_for(self._spark, self._base_path, read)
+            if self.timeline_directory != listed_directory:  # upgraded to the layout with a timeline directory
+                return self.timeline(with_metadata=bool(listed.contents))
         for name, content in listed.contents:
             path = f"{self.timeline_directory}/{name}"
             self._metadata_cache[path] = decode_commit_metadata(base64.b64decode(content), name=path)
-        files = remote_files.listed_files(self.timeline_directory, listed)
-        return Timeline.from_files(p for p in _instant_files(files) if p.action is not Action.REVERSE_COMMIT)
+        instant_files = _instant_files(remote_files.listed_files(self.timeline_directory, listed))
+        timeline = Timeline.from_files(p for p in instant_files if p.action is not Action.REVERSE_COMMIT)
+        state = self._state
+        state.names, state.timeline = _timeline_key(p.name for p in instant_files), timeline
+        state.files_listed = data_files is not None
+        state.files = remote_files.stored_files(data_files) if data_files is not None else None
+        return timeline
 
     def pinned(self, timeline: Timeline, files: tuple[StoredFile, ...] | None = None) -> TimelineView:
         """This view, answering ``timeline`` instead of listing: for a read planned on a timeline its caller
-        listed already (a reverse-stream batch), so the two agree and nothing is listed twice. Commit
-        metadata is cached for both. ``files``: the table's data files, if the caller listed them too."""
+        listed already (a reverse-stream batch), so the two agree and nothing is listed twice. What is read of
+        the table is shared. ``files``: the table's data files, if the caller listed them too."""
         view = TimelineView(self._spark, self._base_path, self.properties)
-        view._metadata_cache = self._metadata_cache
-        view._archive = self._archive
+        view._state = self._state
         view._pinned = timeline
         view.pinned_files = files
         return view
@@ -201,10 +354,10 @@ class TimelineView:
         if clean is None:
             return None
         path = self.instant_file(clean)
-        if path not in self._clean_cache:
+        if path not in self._state.cleans:
             content = remote_files.read_files(self._spark, [path])
-            self._clean_cache[path] = earliest_commit_to_retain(next(iter(content.values()), b""))
-        return cleaned_bound(timeline, self._clean_cache[path])
+            self._state.cleans[path] = earliest_commit_to_retain(next(iter(content.values()), b""))
+        return cleaned_bound(timeline, self._state.cleans[path])
 
     def reverse_commits(self) -> dict[Instant, str]:
         """RFC-70 checkpoint instants (completed ``reversecommit`` files) and their paths."""
@@ -260,6 +413,12 @@ class TimelineView:
     def find_latest_completed_action_at(self, time: str) -> Instant | None:
         """The last completed instant requested at or before ``time`` (RFC-64)."""
         return self.timeline().latest_completed_at(time)
+
+
+def _timeline_key(names: Iterable[str]) -> frozenset[str]:
+    """What identifies a timeline's state: its instant file names, without reverse-stream checkpoints."""
+    parsed = (parse_instant_file_name(name) for name in names if name[:1].isdigit())
+    return frozenset(p.name for p in parsed if p is not None and p.action is not Action.REVERSE_COMMIT)
 
 
 def _instant_files(files: list[remote_files.RemoteFile], pattern: str = "*") -> list[InstantFile]:

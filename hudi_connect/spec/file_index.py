@@ -26,9 +26,9 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
-from hudi_connect.client.remote_files import data_files_op, run_storage_ops, stored_files
+from hudi_connect.client.remote_files import data_files_op, run_storage_ops
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import task_rows
+from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.executor.listing import (
     LISTING_DDL,
@@ -58,6 +58,7 @@ from hudi_connect.format.spec_models import (
 )
 from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.table_features import (
+    MergeMode,
     check_readable,
     check_timeline_readable,
     opaque_partition_fields,
@@ -125,10 +126,19 @@ class FileIndex:
         self._spark = ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
-        self.merge_mode = check_readable(self.view.properties, where=f"the table at {self._base_path}")
-        self.partial_updates = partial_updates(self.view.properties)[0]
+        self.merge_mode  # noqa: B018 (refuses a table the readers do not implement now, not at its first read)
         self.use_metadata = use_metadata
         self.counts = ListingCounts()
+
+    # properties, not attributes: a table's hoodie.properties is read again when its timeline changes
+    @property
+    def merge_mode(self) -> MergeMode:
+        """How records of one key merge (refused here if the readers do not implement the table's features)."""
+        return check_readable(self.view.properties, where=f"the table at {self._base_path}")
+
+    @property
+    def partial_updates(self) -> bool:
+        return partial_updates(self.view.properties)[0]
 
     def _metadata_has(self, partition: str) -> bool:
         return self.use_metadata and partition in self.view.properties.metadata_partitions
@@ -150,9 +160,12 @@ class FileIndex:
             list_storage = not self._metadata_has("files")
         if self.view.is_pinned or not list_storage:
             return self.view.timeline(with_metadata=True), self.view.pinned_files if list_storage else None
-        listing, files = run_storage_ops(self._spark, [self.view.listing_op(with_metadata=True),
-                                                       data_files_op(self._base_path)])
-        return self.view.timeline_of(listing), stored_files(files)
+        cached = self.view.cached_timeline(with_metadata=True, with_files=True)
+        if cached is not None:
+            return cached, self.view.cached_files
+        listing, properties, listed_files = run_storage_ops(
+            self._spark, [*self.view.listing_ops(with_metadata=True), data_files_op(self._base_path)])
+        return self.view.timeline_of(listing, properties, listed_files), self.view.cached_files
 
     @over_connect("reading the table's state")
     def state(self, *, with_files: bool = True) -> TableState:
@@ -180,9 +193,10 @@ class FileIndex:
     def listing(self, keep: PartitionFilter, timeline: Timeline) -> DataFrame:
         """(partition, name, size, source) of every data file in kept partitions, as a Spark plan."""
         if self._metadata_has("files"):
-            return self._one_task().mapInArrow(
-                partial(list_through_metadata, self._metadata_source(timeline), keep), f"{LISTING_DDL}, source string")
-        storage = self._one_task().mapInArrow(partial(list_storage, keep), LISTING_DDL)
+            return map_task_rows(self._one_task(), BASE_URI_SCHEMA,
+                                 partial(list_through_metadata, self._metadata_source(timeline), keep),
+                                 f"{LISTING_DDL}, source string")
+        storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING_DDL)
         return storage.withColumn("source", F.lit("storage"))
 
     def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
@@ -207,8 +221,8 @@ class FileIndex:
             return files.withColumn("may_match", F.lit(True))
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)
-            matches = self._one_task().mapInArrow(
-                partial(match_by_metadata_stats, source, predicate, columns), MATCH_DDL)
+            matches = map_task_rows(self._one_task(), BASE_URI_SCHEMA,
+                                    partial(match_by_metadata_stats, source, predicate, columns), MATCH_DDL)
         else:
             config = StatsConfig(self._base_path, predicate, columns)
             matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)

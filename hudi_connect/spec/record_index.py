@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import task_rows
+from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import MetadataTableError, UnsupportedOperationError
 from hudi_connect.executor.metadata_reader import (
@@ -53,8 +53,8 @@ class RecordIndex:
         if not wanted:
             return {}
         source = self._caught_up_source()
-        rows = (task_rows(self._spark, [(k,) for k in wanted], KEYS_SCHEMA).coalesce(1)
-                .mapInArrow(partial(locate, source), LOCATION_DDL).collect())
+        key_rows = task_rows(self._spark, [(k,) for k in wanted], KEYS_SCHEMA).coalesce(1)
+        rows = map_task_rows(key_rows, KEYS_SCHEMA, partial(locate, source), LOCATION_DDL).collect()
         found = {r.record_key: RecordLocation(r.partition, r.file_id, r.instant_millis) for r in rows}
         return {key: found.get(key) for key in wanted}
 
@@ -63,9 +63,9 @@ class RecordIndex:
         latest commit (it would answer for an older state: a key written since would be absent). The data
         table's and the metadata table's timelines are listed in one task."""
         metadata = f"{self._base_path}/{METADATA_DIR}/.hoodie"
-        listing, *metadata_listings = run_storage_ops(self._spark, [self.view.listing_op(), *(
+        listing, properties, *metadata_listings = run_storage_ops(self._spark, [*self.view.listing_ops(), *(
             StorageOp("list", f"{metadata}/{d}" if d else metadata) for d in METADATA_TIMELINE_DIRS)])
-        source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline_of(listing)),
+        source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline_of(listing, properties)),
                                 self.view.properties.version)
         metadata_timeline = metadata_timeline_of([(name, mtime) for name, _, mtime in result.files]
                                                  for result in metadata_listings)
