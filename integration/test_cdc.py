@@ -248,3 +248,105 @@ def test_predicates_prune_and_filter_changes(plain_spark: SparkSession, tmp_path
     assert Counter((r.op, r.record_key, _record(r.before), _record(r.after)) for r in got) == expected
     assert expected and len(expected) < len(everything)
     assert sum(1 for _ in query.changes("earliest", predicates=predicates).collect()) == len(got)
+
+
+def spark_shaped(hudi_events: Counter[tuple[Any, ...]], completion_of: dict[str, str], mode: str,
+                 compute_updates: bool) -> Counter[tuple[Any, ...]]:
+    """A plain-Python model of Spark 4.2's change rows and post-processing (SPARK-55668's rules), applied to
+    Hudi's own CDC events: (change type, commit version, data columns) of each row."""
+    rows: list[tuple[Any, int, int, str, Any]] = []  # (key, version, side, type, data)
+    for (op, ts_ms, before, after), count in hudi_events.items():
+        version = int(completion_of[str(ts_ms)])
+        for _ in range(count):
+            if op in "ud":
+                rows.append((_key(before), version, 0, "update_preimage" if op == "u" else "delete", _data(before)))
+            if op in "ui":
+                rows.append((_key(after), version, 1, "update_postimage" if op == "u" else "insert", _data(after)))
+    by_commit: dict[tuple[Any, int], list[tuple[Any, int, int, str, Any]]] = {}
+    for row in rows:
+        by_commit.setdefault((row[0], row[1]), []).append(row)
+    rows = []
+    for group in by_commit.values():
+        kinds = sorted(r[3] for r in group)
+        if kinds == ["delete", "insert"]:  # a replace commit moved the record
+            if mode != "none" and group[0][4] == group[1][4]:
+                continue  # a carry-over
+            if compute_updates:
+                group = [(k, v, s, "update_preimage" if t == "delete" else "update_postimage", d)
+                         for k, v, s, t, d in group]
+        rows.extend(group)
+    if mode == "netChanges":
+        by_key: dict[Any, list[tuple[Any, int, int, str, Any]]] = {}
+        for row in sorted(rows, key=lambda r: (r[1], r[2])):
+            by_key.setdefault(row[0], []).append(row)
+        rows = []
+        for changes in by_key.values():
+            existed = changes[0][3] in ("delete", "update_preimage")
+            exists = changes[-1][3] in ("insert", "update_postimage")
+            first, last = changes[0], changes[-1]
+            if existed and exists:
+                rows += [(*first[:3], "update_preimage" if compute_updates else "delete", first[4]),
+                         (*last[:3], "update_postimage" if compute_updates else "insert", last[4])]
+            elif existed:
+                rows.append((*first[:3], "delete", first[4]))
+            elif exists:
+                rows.append((*last[:3], "insert", last[4]))
+    return Counter((kind, version, data) for _, version, _, kind, data in rows)
+
+
+def _data(image: Any) -> Any:
+    return tuple((k, v) for k, v in image if not k.startswith("_hoodie_"))
+
+
+def _key(image: Any) -> Any:
+    return dict(image)["id"]
+
+
+# CI: netChanges with updates computed (carry-overs dropped, pairs relabelled, keys folded); each mode under --full
+@pytest.mark.parametrize(("mode", "compute_updates"), [
+    pytest.param(m, u, marks=() if (m, u) == ("netChanges", True) else pytest.mark.full)
+    for m, u in (("none", False), ("dropCarryovers", False), ("dropCarryovers", True), ("netChanges", False),
+                 ("netChanges", True))])
+def test_spark_shaped_changes_equal_sparks_rules_over_hudis_cdc(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, mode: str, compute_updates: bool
+) -> None:
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type="COPY_ON_WRITE", cdc="DATA_BEFORE_AFTER",
+                             metadata_table=False,
+                             options={"hoodie.clean.automatic": "false", "hoodie.parquet.small.file.limit": "0"})
+    commits = write_history(spark, table)
+    # a replace commit rewriting key 6 as it is (a carry-over) and moving key 3 with a new value (an update)
+    commits.append(table.insert_overwrite(spark.createDataFrame(
+        [(6, "u6", 50, "p0"), (3, "moved", 60, "p0"), (15, "n15", 60, "p0")], SCHEMA)))
+    # Hudi's ts_ms names a commit by its requested time
+    completion_of = {i.requested_time: str(i.completion_time) for i in table.timeline()}
+    query = ChangeQuery(plain_spark, local_base_path)
+    data_columns = ["id", "v", "ts", "part"]
+    for begin, end in (("earliest", None), (commits[1], commits[5])):
+        rows = query.changes(begin, end, format="spark", deduplication_mode=mode,  # type: ignore[arg-type]
+                             compute_updates=compute_updates).collect()
+        assert rows and list(rows[0].asDict()) == [*data_columns, "_change_type", "_commit_version",
+                                                   "_commit_timestamp"]
+        ours = Counter((r._change_type, r._commit_version,
+                        tuple(sorted((c, r[c]) for c in data_columns if r[c] is not None))) for r in rows)
+        theirs = spark_shaped(events(table.hudi_cdc(begin, end)), completion_of, mode, compute_updates)
+        assert ours == theirs, f"({begin}, {end}]\nours only: {ours - theirs}\nmodel only: {theirs - ours}"
+        for r in rows:  # one timestamp per commit: its completion time
+            assert r._commit_timestamp.strftime("%Y%m%d%H%M%S%f")[:17] == str(r._commit_version)
+    kinds = Counter(r._change_type for r in query.changes(commits[0], format="spark",
+                                                          deduplication_mode=mode,  # type: ignore[arg-type]
+                                                          compute_updates=compute_updates).collect())
+    if mode == "netChanges" and not compute_updates:  # a key changed over the range: a delete and an insert
+        assert kinds["update_preimage"] == kinds["update_postimage"] == 0 and kinds["delete"] and kinds["insert"]
+    else:
+        assert kinds["update_preimage"] == kinds["update_postimage"] > 0
+
+
+def test_spark_shaped_options_are_refused_as_spark_refuses_them(plain_spark: SparkSession, tmp_path: Path) -> None:
+    query = ChangeQuery(plain_spark, str(unzip_fixture("cow_v9_txns_simple_nometa", tmp_path)))
+    with pytest.raises(ValueError, match="UPDATE_DETECTION_REQUIRES_CARRY_OVER_REMOVAL"):
+        query.changes("earliest", format="spark", deduplication_mode="none", compute_updates=True)
+    with pytest.raises(ValueError, match="INVALID_DEDUPLICATION_MODE"):
+        query.changes("earliest", format="spark", deduplication_mode="latest")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="format='spark'"):
+        query.changes("earliest", deduplication_mode="netChanges")

@@ -29,6 +29,7 @@ from hudi_connect.cdc.jvm_decoding import (
     too_small_for_jvm,
     unsupported_writer_schema,
 )
+from hudi_connect.cdc.spark_changes import DeduplicationMode, check_options, spark_change_rows
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
@@ -68,7 +69,7 @@ from hudi_connect.reader import TableReader
 from hudi_connect.spec.file_index import conjunction
 from hudi_connect.spec.spark_columns import all_of
 
-ChangeFormat = Literal["hudi", "typed", "debezium"]
+ChangeFormat = Literal["hudi", "typed", "debezium", "spark"]
 # Hudi writes every field of an image, nulls included
 # The canonical rendering of images (README, "What hudi-connect reads"): nulls kept, decimals exact, binary
 # base64, timestamps ISO 8601 to the microsecond (Spark's default would cut them to milliseconds), in UTC
@@ -309,16 +310,27 @@ class ChangeQuery:
 
     @over_connect("planning a change query")
     def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
-                format: ChangeFormat = "hudi", predicates: Sequence[Expression] = ()) -> DataFrame:
+                format: ChangeFormat = "hudi", predicates: Sequence[Expression] = (),
+                deduplication_mode: DeduplicationMode = "dropCarryovers", compute_updates: bool = False) -> DataFrame:
         """The changes of commits in (begin, end], in Hudi's CDC schema or another ``format``.
 
         - ``hudi``: op (i/u/d), ts_ms (the commit's instant), before and after as JSON strings;
         - ``typed``: before and after as structs of the table's schema, with the commit's
           requested and completion times and the record key;
-        - ``debezium``: op (c/u/d), before, after, source (table, path, commit), ts_ms.
+        - ``debezium``: op (c/u/d), before, after, source (table, path, commit), ts_ms;
+        - ``spark``: Spark 4.2's change rows (``spark.read.changes``): the data columns, ``_change_type``
+          (insert, delete, update_preimage, update_postimage), ``_commit_version`` and ``_commit_timestamp``,
+          post-processed by Spark's ``deduplication_mode`` and ``compute_updates``
+          (:mod:`hudi_connect.cdc.spark_changes`; given with another format, they are refused).
 
         ``predicates`` prune partitions, then keep the changes whose before or after image satisfies them.
+
+            query.changes(begin, format="spark", deduplication_mode="netChanges", compute_updates=True)
         """
+        if format != "spark" and (deduplication_mode != "dropCarryovers" or compute_updates):
+            raise ValueError("deduplication_mode and compute_updates shape Spark's change rows: format='spark'")
+        if format == "spark":
+            check_options(deduplication_mode, compute_updates)  # before anything runs
         events, schema = self._kept_events(begin, end, predicates)
         if format == "hudi":
             return events.select("op", "ts_ms", _image_json("before", schema).alias("before"),
@@ -337,7 +349,11 @@ class ChangeQuery:
                 source.alias("source"),
                 instant_millis(F.col("completion_time")).alias("ts_ms"),
             )
-        raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed' or 'debezium'")
+        if format == "spark":
+            return spark_change_rows(typed, schema, deduplication_mode=deduplication_mode,
+                                     compute_updates=compute_updates,
+                                     commit_millis=instant_millis(F.col("completion_time")))
+        raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed', 'debezium' or 'spark'")
 
     @over_connect("planning a change query")
     def typed_changes(self, begin: Instant | str, end: Instant | str | None = None, *,

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
-from hudi_connect.client.remote_files import data_files_op, run_storage_ops
+from hudi_connect.client.remote_files import MAX_BATCHED_FILES, data_files_op, run_storage_ops
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
@@ -233,16 +233,35 @@ class FileIndex:
         # sorted again after the join, in one partition: no range-partitioning job as orderBy would run
         return joined.coalesce(1).sortWithinPartitions("partition", "name")
 
+    def _keeping(self, rows: Iterable[Row], timeline: Timeline) -> Iterator[Row]:
+        """``rows`` of a whole listing through the metadata table, kept in the view for the next read at the same
+        timeline once all were seen, unless there are more than a batched listing's limit (then streamed only)."""
+        kept: list[StoredFile] | None = []
+        for row in rows:
+            if kept is not None:
+                kept.append(StoredFile(row.partition, row.name, row.size))
+                if len(kept) > MAX_BATCHED_FILES:
+                    kept = None
+            yield row
+        if kept is not None:
+            self.view.keep_metadata_files(timeline, tuple(kept))
+
     def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
         keep = self.partition_filter(state.definition.schema, predicate)
         rows: Iterable[_ListedFile | Row]
+        whole_metadata_listing = predicate is None and self._metadata_has("files")
+        kept_listing = self.view.cached_metadata_files(state.timeline) if whole_metadata_listing else None
         if state.files is not None and not self._stats_columns(state, predicate):
             kept_partitions = {p for p in {f.partition for f in state.files} if keep.keeps(p)}
             rows = (_ListedFile(f.partition, f.name, f.size) for f in state.files if f.partition in kept_partitions)
+        elif kept_listing is not None:
+            rows = (_ListedFile(f.partition, f.name, f.size, "metadata") for f in kept_listing)
         else:
             rows = self._with_stats(self.listing(keep, state.timeline), state, predicate).toLocalIterator()
+            if whole_metadata_listing:
+                rows = self._keeping(rows, state.timeline)
         replaced = replaced_file_groups(state.metadata, as_of)
         version = self.view.properties.version
         mixed = self._merges_columns(self._stats_columns(state, predicate))
