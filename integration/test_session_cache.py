@@ -26,6 +26,8 @@ from hudi_connect.cdc import ChangeQuery
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.format.table_config import MetadataPartition, parse_java_properties
 from hudi_connect.reader import TableReader
+from hudi_connect.reverse import ReverseStream
+from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.testing.compare import row_multiset
@@ -165,3 +167,22 @@ def test_forgetting_a_table_sees_properties_rewritten_without_an_instant(
     forget_table(plain_spark, local_base_path)
     with pytest.raises(UnsupportedTableFeatureError, match="Orc base files"):
         TableReader(plain_spark, local_base_path)
+
+
+def test_a_polling_stream_executes_nothing_while_the_table_stands_still(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str
+) -> None:
+    table = create(spark, local_base_path, metadata_table=False)
+    table.insert(rows(spark, [(k, f"v{k}", 1, f"p{k % 2}") for k in range(6)]))
+    stream = ReverseStream(plain_spark, local_base_path, "poll", [FileSink(plain_spark, f"{local_base_path}-out")])
+    assert stream.run_once().records == 6
+    assert not stream.run_once().sent  # nothing new: learnt in one task
+    with executions(plain_spark) as sent:
+        assert not stream.run_once().sent
+    assert sent == [], "a poll of an unchanged table and checkpoint executes nothing"
+    table.upsert(rows(spark, [(0, "u0", 2, "p0")]))
+    assert stream.run_once().records == 1
+    assert not stream.run_once().sent
+    # another run of the stream moves its checkpoint (a claim): the next poll looks, and reads the table again
+    ReverseStream(plain_spark, local_base_path, "poll", [FileSink(plain_spark, f"{local_base_path}-out")]).reset()
+    assert stream.run_once().records == 6

@@ -57,6 +57,16 @@ def list_files(spark: SparkSession, pattern: str) -> list[RemoteFile]:
     ]
 
 
+def driver_listing(spark: SparkSession, directory: str, *, recursive: bool = False) -> list[str] | None:
+    """The paths of the files under ``directory`` as the server's driver lists them: an analysis call, no Spark
+    job (names starting with ``.`` or ``_`` left out, empty files kept); None where it cannot be listed."""
+    try:
+        return (spark.read.format("binaryFile").option("recursiveFileLookup", str(recursive).lower())
+                .load(directory).inputFiles())
+    except AnalysisException:
+        return None
+
+
 def list_directory(spark: SparkSession, directory: str) -> list[RemoteFile]:
     """Every file directly under ``directory``, empty and hidden ones too; [] if it does not exist."""
     return listed_files(directory, run_storage_ops(spark, [StorageOp("list", directory.rstrip("/"))])[0])

@@ -22,7 +22,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -239,11 +238,9 @@ class TimelineView:
         """The instant file names in the timeline directory, as the server's driver lists them (an analysis
         call, no Spark job); None if it cannot be listed (the caller lists it in a task, which says why)."""
         directory = self.timeline_directory
-        try:
-            # recursive: the LSM timeline's directory below is no partition of this one
-            paths = (self._spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-                     .load(directory).inputFiles())
-        except AnalysisException:
+        # recursive: the LSM timeline's directory below is no partition of this one
+        paths = remote_files.driver_listing(self._spark, directory, recursive=True)
+        if paths is None:
             return None
         leaf = directory.rsplit("/", 1)[-1]
         return _timeline_key(path.rsplit("/", 1)[-1] for path in paths if path.rsplit("/", 2)[-2] == leaf)

@@ -95,7 +95,8 @@ class CheckpointStore:
         self._base_path = base_path.rstrip("/")
         self._view = TimelineView(spark, self._base_path, properties)
 
-    def _claims(self, stream: str) -> str:
+    def claims_directory(self, stream: str) -> str:
+        """Where the stream's checkpoint claims are created, one file each."""
         return f"{self._base_path}/{CLAIMS_DIRECTORY}/{validate_stream_name(stream)}"
 
     def latest(self, stream: str) -> Checkpoint:
@@ -104,13 +105,13 @@ class CheckpointStore:
 
     def latest_op(self, stream: str) -> StorageOp:
         """The storage op reading the stream's newest claim, for a caller running it with other ops."""
-        return StorageOp("last", self._claims(stream))
+        return StorageOp("last", self.claims_directory(stream))
 
     def checkpoint_of(self, stream: str, last: StorageResult) -> Checkpoint:
         """The checkpoint :meth:`latest_op` found."""
         if not last.text:
             return origin(stream)
-        return Checkpoint.from_json(last.text, where=f"the last checkpoint claim under {self._claims(stream)}")
+        return Checkpoint.from_json(last.text, where=f"the last checkpoint claim under {self.claims_directory(stream)}")
 
     def advance(self, previous: Checkpoint, new: Checkpoint) -> Checkpoint:
         """Record ``new`` after ``previous``, or CheckpointConflictError if another run got there first.
@@ -120,7 +121,7 @@ class CheckpointStore:
         if new.stream != previous.stream or new.sequence != previous.sequence + 1:
             raise ValueError(f"checkpoint {new.sequence} of {new.stream!r} cannot follow {previous.sequence} "
                              f"of {previous.stream!r}")
-        uri = f"{self._claims(new.stream)}/{claim_name(new.sequence)}"
+        uri = f"{self.claims_directory(new.stream)}/{claim_name(new.sequence)}"
         publish = [self._publication(c) for c in (new, previous) if c.sequence > 0]
         if not run_storage_ops(self._spark, [StorageOp("create", uri, new.to_json()), *publish])[0].ok:
             raise CheckpointConflictError(

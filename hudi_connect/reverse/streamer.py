@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc.query import needs_file_slices
+from hudi_connect.client import remote_files
 from hudi_connect.client.remote_files import data_files_op, run_storage_ops
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
@@ -69,6 +70,11 @@ def _behind_history(name: str, error: HistoryUnavailableError) -> HistoryUnavail
     return behind
 
 
+def _claim_names(names: Iterable[str]) -> frozenset[str]:
+    """Checkpoint claims among a directory's entry names (as either listing shows them)."""
+    return frozenset(n for n in names if not n.endswith("/") and not n.startswith((".", "_")))
+
+
 @dataclass(frozen=True)
 class BatchResult:
     """One run of the streamer: the checkpoint it recorded (None when there was nothing new)."""
@@ -102,6 +108,8 @@ class ReverseStream:
         self.mode: StreamMode = mode
         self._max_commits = max_commits
         self._positioned = False  # whether a checkpoint read had a position: batches are likely incremental
+        # the timeline and checkpoint claims of the last batch that found nothing new (see run_once)
+        self._idle: tuple[Timeline, frozenset[str]] | None = None
         self._progress = progress or (lambda message: None)
         self._use_session(spark)
 
@@ -148,6 +156,8 @@ class ReverseStream:
 
         A lost server fails the batch with ServerUnavailableError: the checkpoint stays, as for any failure."""
         started = time.monotonic()
+        if until is None and self._idle is not None and self._still_idle(*self._idle):
+            return BatchResult(None, seconds=time.monotonic() - started)
         # the checkpoint, the timeline and (where the batch is likely to need them) the table's files in one
         # task: each Spark job costs a tenth of a second or more
         ops = [self.checkpoints.latest_op(self.name), *self._view.listing_ops(with_metadata=True)]
@@ -163,7 +173,9 @@ class ReverseStream:
         if until is not None:
             pending = [c for c in pending if (c.completion_time or "") <= (until.completion_time or "")]
         if not pending:
+            self._idle = (timeline, _claim_names(last.names)) if until is None else None
             return BatchResult(None, seconds=time.monotonic() - started)
+        self._idle = None
         end = pending[-1] if position is None or self._max_commits is None else pending[:self._max_commits][-1]
         end = self._published_end(current.sequence + 1, pending) or end
         begin = None if position is None else (position.completion_time if self._properties.version >= 8
@@ -192,6 +204,15 @@ class ReverseStream:
                        f"{'a full read' if begin is None else f'{len(pending)} commit(s)'} up to "
                        f"{new.end_completion_time} sent in {elapsed:.1f}s; checkpoint {new.sequence} recorded")
         return BatchResult(new, records, elapsed)
+
+    def _still_idle(self, timeline: Timeline, claims: frozenset[str]) -> bool:
+        """Whether nothing changed since a batch found nothing new: the same timeline (asked of the server's
+        driver, no Spark job; tables of version 8 on) and the same checkpoint claims (another run of this stream
+        would have added one), so a polling stream costs the server no job while the table stands still."""
+        if self._view.cached_timeline() is not timeline:
+            return False
+        paths = remote_files.driver_listing(self._spark, self.checkpoints.claims_directory(self.name))
+        return _claim_names(p.rsplit("/", 1)[-1] for p in paths or ()) == claims
 
     def _files_likely_needed(self) -> bool:
         """Whether the batch's read is likely to list the table's files from storage: a full read (as the
