@@ -7,7 +7,7 @@ A Hudi server writes a MOR table (no metadata table), a MOR table with one, and 
 (DATA_BEFORE_AFTER); a plain server with Spark's UI on reads them. Jobs and tasks come from the plain server's
 status API (``/api/v1/applications/<id>/jobs``), calls from the client's own requests. Each operation builds its
 reader anew (``TableReader(spark, path)``, ``ChangeQuery(spark, path)``), as a notebook cell or a service
-request does; "first" is the session's first read of the table, "again" the next one.
+request does: the session's first read of the table, then a second and a third.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def main() -> None:
         print("| operation | read | plans executed | plans analysed | Spark jobs | tasks |")
         print("|---|---|---|---|---|---|")
         for name, operation in operations(plain, tables, run_dir).items():
-            for read in ("first", "again"):
+            for read in ("first", "second", "third"):
                 before = len(jobs(ui_port))
                 with counting(plain) as sent:
                     operation()
