@@ -85,6 +85,12 @@ HUDI_JARS = JarSet(
     (MavenArtifact("org.apache.hudi", f"hudi-spark3.5-bundle_{_S}", HUDI_VERSION),),
 )
 
+# Earlier Hudi releases as writers (issue #32): the tables users wrote before upgrading. 0.15.0 writes table
+# version 6, 1.0.2 version 8; each serves a server flavour of its own ("hudi-0.15", "hudi-1.0").
+HUDI_EARLIER_RELEASES = ("0.15.0", "1.0.2")
+HUDI_015_JARS = JarSet("hudi-0.15.0", (MavenArtifact("org.apache.hudi", f"hudi-spark3.5-bundle_{_S}", "0.15.0"),))
+HUDI_10_JARS = JarSet("hudi-1.0.2", (MavenArtifact("org.apache.hudi", f"hudi-spark3.5-bundle_{_S}", "1.0.2"),))
+
 STORAGE_AND_SINK_JARS = JarSet(
     "storage-and-sinks",
     (
@@ -162,7 +168,7 @@ AZURITE_VERSION = "3.37.0"
 
 ALL_JAR_SETS = (
     SPARK_CONNECT_JARS, SPARK_AVRO_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS,
-    LANCE_ARROW_JARS, JVM_CLIENT_JARS, CLOUD_STORAGE_JARS, HDFS_SERVER_JARS,
+    LANCE_ARROW_JARS, JVM_CLIENT_JARS, CLOUD_STORAGE_JARS, HDFS_SERVER_JARS, HUDI_015_JARS,
 )
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus

@@ -57,8 +57,12 @@ def spark4_line(flavor: SparkFlavor) -> versions.SparkLine | None:
     return next((line for line in versions.SPARK4_LINES.values() if line.flavor == flavor), None)
 
 
+# the Hudi bundle of each flavour with Hudi: 1.2 but where a flavour names an earlier release (issue #32)
+_EARLIER_HUDI: Mapping[str, versions.JarSet] = {"hudi-0.15": versions.HUDI_015_JARS, "hudi-1.0": versions.HUDI_10_JARS}
+
+
 def with_hudi(flavor: SparkFlavor) -> bool:
-    return flavor in ("hudi", "cluster", "hudi-lance", "hudi-storages")
+    return flavor in ("hudi", "cluster", "hudi-lance", "hudi-storages", *_EARLIER_HUDI)
 
 
 def server_jars(flavor: SparkFlavor) -> list[Path]:
@@ -71,7 +75,7 @@ def server_jars(flavor: SparkFlavor) -> list[Path]:
     if not with_hudi(flavor):
         jars += provision.jars_of(versions.SPARK_AVRO_JARS)
     else:
-        jars += provision.jars_of(versions.HUDI_JARS)
+        jars += provision.jars_of(_EARLIER_HUDI.get(flavor, versions.HUDI_JARS))
     if flavor == "hudi-lance":
         jars += provision.jars_of(versions.LANCE_JARS)
     return [*jars, provision.ensure_interceptor_jar()]

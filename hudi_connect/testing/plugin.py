@@ -206,6 +206,22 @@ def lance_server_url(
 
 
 @pytest.fixture(scope="session")
+def hudi_015_server_url(
+    shared_services: SharedServices, hudi_connect_backend: Backend, minio_endpoint: MinioEndpoint
+) -> str:
+    """A Connect server whose Hudi is release 0.15.0 (writes table version 6)."""
+    return _server(shared_services, hudi_connect_backend, "hudi-0.15", minio_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def hudi_10_server_url(
+    shared_services: SharedServices, hudi_connect_backend: Backend, minio_endpoint: MinioEndpoint
+) -> str:
+    """A Connect server whose Hudi is release 1.0.2 (writes table version 8)."""
+    return _server(shared_services, hudi_connect_backend, "hudi-1.0", minio_endpoint).url
+
+
+@pytest.fixture(scope="session")
 def gcs_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> GcsEndpoint:
     """A GCS emulator (fake-gcs-server)."""
     return shared_services.get("fake-gcs", GcsEndpoint, hudi_connect_backend.gcs)
@@ -323,6 +339,16 @@ def plain_spark(plain_server_url: str) -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def lance_spark(lance_server_url: str) -> Iterator[SparkSession]:
     yield from _session(lance_server_url, hudi=True)
+
+
+@pytest.fixture(scope="session")
+def hudi_015_spark(hudi_015_server_url: str) -> Iterator[SparkSession]:
+    yield from _session(hudi_015_server_url, hudi=True)
+
+
+@pytest.fixture(scope="session")
+def hudi_10_spark(hudi_10_server_url: str) -> Iterator[SparkSession]:
+    yield from _session(hudi_10_server_url, hudi=True)
 
 
 @pytest.fixture(scope="session")
