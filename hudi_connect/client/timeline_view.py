@@ -94,8 +94,9 @@ class _TableState:
     timeline: Timeline | None = None  # the timeline those names make
     files_listed: bool = False  # whether the table's data files were listed with them
     files: tuple[StoredFile, ...] | None = None  # those files (None: too many to send)
-    # every data file the metadata table lists at a timeline (kept up to remote_files.MAX_BATCHED_FILES)
-    metadata_files: tuple[Timeline, tuple[StoredFile, ...]] | None = None
+    # every data file a listing through the metadata table gave at a timeline (up to remote_files.MAX_BATCHED_FILES),
+    # and where it came from ("metadata", or "storage" where the metadata table had not caught up)
+    metadata_files: tuple[Timeline, str, tuple[StoredFile, ...]] | None = None
 
 
 class _SessionTables:
@@ -224,15 +225,16 @@ class TimelineView:
         """The data files listed with the timeline :meth:`cached_timeline` answers (None: too many to send)."""
         return self._state.files
 
-    def cached_metadata_files(self, timeline: Timeline) -> tuple[StoredFile, ...] | None:
-        """Every data file the metadata table listed at ``timeline``, if kept (see :meth:`keep_metadata_files`)."""
+    def cached_metadata_files(self, timeline: Timeline) -> tuple[str, tuple[StoredFile, ...]] | None:
+        """Where a listing through the metadata table at ``timeline`` came from, and every data file it gave, if
+        kept (see :meth:`keep_metadata_files`)."""
         kept = self._state.metadata_files
-        return kept[1] if kept is not None and kept[0] == timeline else None
+        return kept[1:] if kept is not None and kept[0] == timeline else None
 
-    def keep_metadata_files(self, timeline: Timeline, files: tuple[StoredFile, ...]) -> None:
-        """Keep every data file the metadata table lists at ``timeline`` (a caller's whole, unpruned listing of
-        at most :data:`~hudi_connect.client.remote_files.MAX_BATCHED_FILES` files) for later reads."""
-        self._state.metadata_files = (timeline, files)
+    def keep_metadata_files(self, timeline: Timeline, source: str, files: tuple[StoredFile, ...]) -> None:
+        """Keep a caller's whole, unpruned listing through the metadata table at ``timeline`` (at most
+        :data:`~hudi_connect.client.remote_files.MAX_BATCHED_FILES` files, all from ``source``) for later reads."""
+        self._state.metadata_files = (timeline, source, files)
 
     def _timeline_names(self) -> frozenset[str] | None:
         """The instant file names in the timeline directory, as the server's driver lists them (an analysis

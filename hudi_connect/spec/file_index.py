@@ -237,14 +237,16 @@ class FileIndex:
         """``rows`` of a whole listing through the metadata table, kept in the view for the next read at the same
         timeline once all were seen, unless there are more than a batched listing's limit (then streamed only)."""
         kept: list[StoredFile] | None = []
+        sources = set()
         for row in rows:
             if kept is not None:
                 kept.append(StoredFile(row.partition, row.name, row.size))
-                if len(kept) > MAX_BATCHED_FILES:
+                sources.add(row.source)
+                if len(kept) > MAX_BATCHED_FILES or len(sources) > 1:
                     kept = None
             yield row
-        if kept is not None:
-            self.view.keep_metadata_files(timeline, tuple(kept))
+        if kept is not None and sources:
+            self.view.keep_metadata_files(timeline, sources.pop(), tuple(kept))
 
     def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
@@ -257,7 +259,8 @@ class FileIndex:
             kept_partitions = {p for p in {f.partition for f in state.files} if keep.keeps(p)}
             rows = (_ListedFile(f.partition, f.name, f.size) for f in state.files if f.partition in kept_partitions)
         elif kept_listing is not None:
-            rows = (_ListedFile(f.partition, f.name, f.size, "metadata") for f in kept_listing)
+            source, kept_files = kept_listing
+            rows = (_ListedFile(f.partition, f.name, f.size, source) for f in kept_files)
         else:
             rows = self._with_stats(self.listing(keep, state.timeline), state, predicate).toLocalIterator()
             if whole_metadata_listing:
