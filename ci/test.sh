@@ -2,8 +2,8 @@
 # Everything CI checks: set-up, lint, types and layer contracts, then the tests in three legs.
 #   1. Spark 3.5 (the line Hudi's writes run on): the no-server unit tests (two processes), then the
 #      integration suite on the real stack, as local processes.
-#   2. Spark 4.1, jar-free: with a Spark 4 client (pyspark-client, numpy 2), the tests marked `spark4` on a
-#      plain Spark 4.1 server, reading tables the 3.5 Hudi server writes in the same run; among them the
+#   2. Spark 4.3, jar-free: with a Spark 4 client (pyspark's connect extra, numpy 2), the tests marked `spark4`
+#      on a plain Spark 4.3 server, reading tables the 3.5 Hudi server writes in the same run; among them the
 #      install test's Spark 4 end, which runs the unit tests beside the newest numpy, pandas and pyarrow.
 #   3. Containers: the same stack as containers (`--hudi-connect-backend docker`) from images built here
 #      (podman's Docker API when no Docker engine answers), running a slice of the end-to-end suite: the
@@ -20,7 +20,7 @@
 #
 # Usage: ci/test.sh [--full | --spark4 | --containers | --help] [pytest args]
 #   --full        also the tests marked `full` (the whole conformance matrix, every kill point, the Spark 3.5
-#                 install ends, the second seeds), the Spark 4 leg on Spark 4.0 too, and the container leg's suites
+#                 install ends, the second seeds), the Spark 4 leg on Spark 4.2, 4.1 and 4.0 too, and the container leg's suites
 #                 whole; without it, CI's representative slice of each.
 #   --spark4      the Spark 4 leg alone (after the set-up it needs).
 #   --containers  the container leg alone.
@@ -37,7 +37,7 @@ since() { echo "$(( $(date +%s) - $1 ))s"; }
 
 # the JVM client test runs in the container leg (against the containerised stack); --full runs it in both
 selection=(-m "not full and not spark4" --ignore=integration/test_jvm_client.py)
-spark4_lines=(4.1)
+spark4_lines=(4.3)
 legs=(spark35 spark4 containers)
 leg1_args=()
 leg2_args=()
@@ -53,7 +53,7 @@ containers=(
 images=(minio kafka postgres spark-connect)  # what the slice runs; --full adds the other storages' servers
 case "${1:-}" in
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-  --full) shift; selection=(-m "not spark4"); spark4_lines=(4.1 4.0); leg1_args=("$@")
+  --full) shift; selection=(-m "not spark4"); spark4_lines=(4.3 4.2 4.1 4.0); leg1_args=("$@")
     containers=(integration/test_smoke_hudi.py integration/test_smoke_kafka.py integration/test_smoke_postgres.py
                 integration/test_cdc.py integration/test_table_model.py integration/test_reverse_stream.py
                 integration/test_jvm_client.py integration/test_stack_cli.py

@@ -4,8 +4,8 @@ try:
     import pyspark  # noqa: F401
 except ImportError as missing:  # the Spark line is an extra: a Connect client works only with its own line
     raise ImportError("hudi-connect needs the Spark Connect client of your servers' line: "
-                      "pip install 'hudi-connect[spark35]' for Spark 3.5, 'hudi-connect[spark41]' for Spark 4.1 "
-                      "(jar-free reads only)") from missing
+                      "pip install 'hudi-connect[spark35]' for Spark 3.5, 'hudi-connect[spark43]' for Spark 4.3 "
+                      "(or spark40 to spark42; jar-free reads only)") from missing
 
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost

@@ -233,4 +233,10 @@ SPARK4_LINES: dict[str, SparkLine] = {
                      kafka_clients="3.9.0", commons_pool2="2.12.0", worker_packages=_SPARK4_WORKERS),
     "4.1": SparkLine(name="4.1", pyspark="4.1.3", client="pyspark-client>=4.1,<4.2", kafka_connector="4.1.1",
                      kafka_clients="3.9.1", commons_pool2="2.12.1", worker_packages=_SPARK4_WORKERS),
+    "4.2": SparkLine(name="4.2", pyspark="4.2.1", client="pyspark-client>=4.2,<4.3", kafka_connector="4.2.0",
+                     kafka_clients="3.9.2", commons_pool2="2.13.1", worker_packages=_SPARK4_WORKERS),
+    # PyPI has no pyspark-client 4.3 (the client is pyspark's connect extra) and Maven Central no spark-sql-kafka
+    # 4.3: the line's Kafka sink runs on 4.2's connector (integration/test_spark4.py proves it)
+    "4.3": SparkLine(name="4.3", pyspark="4.3.0", client="pyspark[connect]>=4.3,<4.4", kafka_connector="4.2.0",
+                     kafka_clients="3.9.2", commons_pool2="2.13.1", worker_packages=_SPARK4_WORKERS),
 }

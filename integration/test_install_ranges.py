@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
+from packaging.requirements import Requirement
 
 from hudi_connect.testing.fixture_tables import unzip_fixture
 from hudi_connect.versions import SPARK4_LINES
@@ -38,8 +39,8 @@ USER_ENVIRONMENTS = {
                "tabulate==0.9.0", "fastavro==1.9.0"],
 }
 WATCHED = ("pyspark", "numpy", "pandas", "pyarrow", "grpcio", "fastavro")
-SPARK4_NEWEST = ["numpy", "pandas", "pyarrow", "grpcio", "fastavro"]  # with the line's pyspark-client
-SPARK4_WATCHED = ("pyspark-client", *WATCHED[1:])
+SPARK4_NEWEST = ["numpy", "pandas", "pyarrow", "grpcio", "fastavro"]  # with the line's client (pyspark-client or,
+# on 4.3, which has none, pyspark's connect extra)
 
 READ_SCRIPT = textwrap.dedent("""
     import json, sys
@@ -78,7 +79,7 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     spark4 = end.startswith("spark4")
     line = SPARK4_LINES[request.config.getoption("--hudi-connect-spark4-line")] if spark4 else None
     server_url: str = request.getfixturevalue("spark4_server_url" if spark4 else "plain_server_url")
-    watched = SPARK4_WATCHED if spark4 else WATCHED
+    watched = (Requirement(line.client).name, *WATCHED[1:]) if line else WATCHED
     source = tmp_path / "source"  # a copy: pip builds in the source tree, and the work tree stays as it is
     shutil.copytree(REPO / "hudi_connect", source / "hudi_connect", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):

@@ -48,12 +48,17 @@ def test_pins_agree_on_spark_and_scala() -> None:
 
 @pytest.mark.parametrize("name", sorted(versions.SPARK4_LINES))
 def test_each_spark_4_line_agrees_with_itself(name: str) -> None:
-    """Its pyspark, its client extra and its Kafka connector are of the one line, and Scala 2.13."""
+    """Its pyspark, its client extra and its Kafka connector are of the one line, and Scala 2.13 (4.3: PyPI has no
+    pyspark-client 4.3 and Maven Central no Kafka connector 4.3; its client is pyspark's connect extra and its
+    connector 4.2's)."""
     line = versions.SPARK4_LINES[name]
     assert line.name == name and line.pyspark.startswith(f"{name}.") and line.flavor == f"plain-{name}"
-    assert line.client == f"pyspark-client>={name},<4.{int(name.split('.')[1]) + 1}"
+    client = "pyspark[connect]" if name == "4.3" else "pyspark-client"
+    assert line.client == f"{client}>={name},<4.{int(name.split('.')[1]) + 1}"
+    connector = "4.2" if name == "4.3" else name
     spark = [a for a in line.jars.artifacts if a.group == "org.apache.spark"]
-    assert len(spark) == 2 and all(a.version.startswith(f"{name}.") and a.artifact.endswith("_2.13") for a in spark)
+    assert len(spark) == 2 and all(a.version.startswith(f"{connector}.") and a.artifact.endswith("_2.13")
+                                   for a in spark)
     ET.fromstring(provision.render_pom(line.jars))
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]

@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
-# plain-4.0 and plain-4.1: plain servers of a Spark 4 line (versions.SPARK4_LINES); hudi-storages and
+# plain-4.0 to plain-4.3: plain servers of a Spark 4 line (versions.SPARK4_LINES); hudi-storages and
 # plain-storages: the Hudi and plain servers wired to the GCS, Azure and HDFS servers too (StorageEndpoints)
-SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance", "plain-4.0", "plain-4.1", "hudi-storages",
-                      "plain-storages", "hudi-0.15", "hudi-1.0"]
+SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance", "plain-4.0", "plain-4.1", "plain-4.2", "plain-4.3",
+                      "hudi-storages", "plain-storages", "hudi-0.15", "hudi-1.0"]
 
 TOKEN_HEADER = "x-hudi-connect-token"
 

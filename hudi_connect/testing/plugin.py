@@ -50,8 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="sc:// URL of an existing Hudi-enabled Connect server to use instead of starting one")
     group.addoption("--hudi-connect-keep-run-dir", action="store_true",
                     help="keep service data and logs after the run")
-    group.addoption("--hudi-connect-spark4-line", default=os.environ.get("HUDI_CONNECT_SPARK4_LINE", "4.1"),
-                    choices=sorted(SPARK4_LINES), help="the Spark 4 line of the spark4_* fixtures (default: 4.1)")
+    group.addoption("--hudi-connect-spark4-line", default=os.environ.get("HUDI_CONNECT_SPARK4_LINE", "4.3"),
+                    choices=sorted(SPARK4_LINES), help="the Spark 4 line of the spark4_* fixtures (default: 4.3)")
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
