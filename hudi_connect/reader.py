@@ -49,6 +49,7 @@ from hudi_connect.format.table_config import TableProperties
 from hudi_connect.format.table_features import (
     KeyEncoding,
     MergeMode,
+    check_column_types,
     check_timeline_readable,
     record_key_encoding,
 )
@@ -135,8 +136,9 @@ class TableReader:
         schema_json = latest_schema_json(schema_commits, metadata)
         if schema_json is None:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema at {as_of or 'its latest'}")
-        arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
         where = f"the table at {self._base_path}"
+        check_column_types(schema_json, where=where)
+        arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
         renames = self._column_renames(timeline, metadata, schema_commits)
         changes: list[TypeChange] = []
         if not renames:  # with renames, names do not identify columns: workers promote each file's own types

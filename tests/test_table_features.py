@@ -4,6 +4,7 @@ mode each real table resolves to."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from hudi_connect.format.table_config import TableProperties, parse_java_propert
 from hudi_connect.format.table_features import (
     KeyEncoding,
     MergeMode,
+    check_column_types,
     check_commit_readable,
     check_readable,
     check_timeline_readable,
@@ -255,3 +257,33 @@ def test_schema_on_read_is_refused_in_change_queries_and_log_compaction_everywhe
     check_timeline_readable(Timeline((commit,)), evolved, schema_on_read=True)
     with pytest.raises(UnsupportedTableFeatureError, match="change queries"):
         check_timeline_readable(Timeline((commit,)), evolved)
+
+
+def _record(*fields: dict[str, object]) -> str:
+    return json.dumps({"type": "record", "name": "r", "fields": [{"name": "id", "type": "string"}, *fields]})
+
+
+VECTOR_TYPE = {"type": "fixed", "name": "vector_float_4", "size": 16, "logicalType": "vector", "dimension": 4,
+               "elementType": "FLOAT", "storageBacking": "FIXED_BYTES"}
+VARIANT_TYPE = {"type": "record", "name": "v", "logicalType": "variant",
+                "fields": [{"name": "metadata", "type": "bytes"}, {"name": "value", "type": "bytes"}]}
+
+
+@pytest.mark.parametrize(("field", "column", "feature"), [
+    ({"name": "embedding", "type": ["null", VECTOR_TYPE]}, "embedding", "VECTOR"),
+    ({"name": "doc", "type": VARIANT_TYPE}, "doc", "VARIANT"),
+    ({"name": "s", "type": {"type": "record", "name": "s", "fields": [
+        {"name": "inner", "type": {"type": "array", "items": VECTOR_TYPE}}]}}, "s.inner.element", "VECTOR"),
+])
+def test_hudi_12_vector_and_variant_columns_are_refused_by_name(field: dict[str, object], column: str,
+                                                                feature: str) -> None:
+    with pytest.raises(UnsupportedTableFeatureError, match=rf"{feature} columns .*column {column}'s Avro logicalType"):
+        check_column_types(_record(field), where="t")
+
+
+def test_blob_and_ordinary_columns_are_read() -> None:
+    blob = {"type": "record", "name": "blob", "logicalType": "blob", "fields": [
+        {"name": "type", "type": {"type": "enum", "name": "blob_storage_type", "symbols": ["INLINE", "OUT_OF_LINE"]}},
+        {"name": "data", "type": ["null", "bytes"], "default": None}]}
+    decimal = {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}
+    check_column_types(_record({"name": "b", "type": blob}, {"name": "d", "type": decimal}))

@@ -62,7 +62,7 @@ from hudi_connect.format.fs_view import (
 )
 from hudi_connect.format.schema_evolution import check_promotable, schema_history_changes
 from hudi_connect.format.table_config import CdcLoggingMode, TableProperties
-from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_timeline_readable
+from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_column_types, check_timeline_readable
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
 from hudi_connect.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reader import TableReader
@@ -187,6 +187,7 @@ class ChangeQuery:
         metadata = view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}")
         schema_json = self._record_schema_json(list(timeline.write_commits()))
+        check_column_types(schema_json, where=f"the table at {self._base_path}")
         arrow_schema = record_schema(schema_json, meta_fields=props.populate_meta_fields)
         check_promotable(schema_history_changes(props, list(metadata.values()), arrow_schema),
                          where=f"the table at {self._base_path}")

@@ -15,9 +15,11 @@ class when present, else the type; the merge mode of a version-9 table is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.format.commit_metadata import CommitMetadata
@@ -281,6 +283,46 @@ def check_readable(props: TableProperties, *, where: str = "the table") -> Merge
         raise found[0].error(where)
     mode, _ = merge_mode(props)
     return mode or MergeMode.COMMIT_TIME_ORDERING  # a copy-on-write table's own rules do not matter to readers
+
+
+# Hudi 1.2's type system (RFC-99) in the Avro schema: VECTOR is a fixed of little-endian elements that Hudi reads
+# as an array; VARIANT is a record of metadata and value that Hudi's Spark 3.5 reader refuses ("VARIANT type is only
+# supported in Spark 4.0+"). BLOB, a plain record of type, data and reference, reads as that record, as Hudi's does.
+UNREAD_LOGICAL_TYPES = {
+    "vector": "VECTOR columns (Hudi 1.2: fixed-size bytes Hudi reads as an array of numbers)",
+    "variant": "VARIANT columns (Hudi 1.2; Hudi's own Spark 3.5 reader refuses them too)",
+}
+
+
+def _logical_types(schema: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(column path, logical type) of every Hudi type-system logical type in an Avro schema."""
+    if isinstance(schema, list):
+        for branch in schema:
+            yield from _logical_types(branch, path)
+        return
+    if not isinstance(schema, dict):
+        return
+    if schema.get("logicalType") in UNREAD_LOGICAL_TYPES:
+        yield path, str(schema["logicalType"])
+        return
+    for field in schema.get("fields") or ():
+        if isinstance(field, dict):
+            yield from _logical_types(field.get("type"), f"{path}.{field.get('name')}" if path else
+                                      str(field.get("name")))
+    for key in ("items", "values"):
+        if key in schema:
+            yield from _logical_types(schema[key], f"{path}.{'element' if key == 'items' else 'value'}")
+
+
+def check_column_types(schema_json: str, *, where: str = "the table") -> None:
+    """Refuse a record schema with a column of a type the readers do not decode (:data:`UNREAD_LOGICAL_TYPES`)."""
+    try:
+        schema = json.loads(schema_json)
+    except ValueError:
+        return  # the schema's own reader names what is wrong with it
+    for column, logical in _logical_types(schema, ""):
+        raise UnsupportedTableFeatureError(UNREAD_LOGICAL_TYPES[logical], f"column {column}'s Avro logicalType",
+                                           logical, where=where)
 
 
 # Commit metadata keys that change how files must be read.
