@@ -113,6 +113,31 @@ class Cell:
         return self.table_type == "MERGE_ON_READ"
 
 
+# The writer release as a dimension where it applies (issue #32): tables Hudi 0.15.0 and 1.0.2 write themselves,
+# each of its own table version, through the datasource, merging by event time, with the metadata table; every
+# pair of these dimensions' values (integration/test_writer_releases.py)
+RELEASE_VERSIONS = {"0.15.0": "6", "1.0.2": "8"}
+RELEASE_DIMENSIONS: OrderedDict[str, list[str]] = OrderedDict([
+    ("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"]),
+    ("key_generator", ["simple", "complex", "nonpartitioned"]),
+    ("log_format", ["avro", "parquet"]),
+    ("index", ["BLOOM", "RECORD_INDEX"]),
+    ("cdc", ["off", "DATA_BEFORE_AFTER", "OP_KEY_ONLY"]),
+    ("schema_change", ["none", "add_column"]),
+])
+
+
+def release_cells(release: str) -> list[Cell]:
+    """The cells an earlier Hudi release writes: every pair of :data:`RELEASE_DIMENSIONS`' values."""
+    def allowed(values: list[str]) -> bool:
+        return not (len(values) > 2 and values[0] == "COPY_ON_WRITE" and values[2] == "parquet")  # no log blocks
+
+    rows = [dict(zip(RELEASE_DIMENSIONS, row, strict=True))
+            for row in AllPairs(list(RELEASE_DIMENSIONS.values()), filter_func=allowed)]
+    return [Cell(r["table_type"], RELEASE_VERSIONS[release], r["key_generator"], r["log_format"], "event_time",
+                 r["index"], "on", r["cdc"], r["schema_change"]) for r in rows]
+
+
 def cells() -> list[Cell]:
     """Every pair of values of any two dimensions, in a stable order; and again on MOR tables alone,
     where the readers merge log files themselves."""
