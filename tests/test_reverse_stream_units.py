@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
 from hudi_connect.errors import HudiConnectError
-from hudi_connect.executor.object_store import StorageOp, StorageResult, _execute
+from hudi_connect.executor.object_store import RESULTS_SCHEMA, StorageOp, StorageResult, _execute, execute_ops
 from hudi_connect.executor.postgres import Connection, quote
 from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
 from hudi_connect.reverse.checkpoint import Checkpoint, claim_name, origin, validate_stream_name
@@ -375,7 +375,7 @@ def test_timeline_op_lists_and_reads_the_completed_write_commits_not_known_yet(t
     known = ["20261124100000000_20261124100001000.commit"]
     result = _execute(StorageOp("timeline", str(tmp_path), json.dumps(known)))
     assert result.files == _execute(StorageOp("list", str(tmp_path))).files  # all of them, empty ones too
-    read = {name: base64.b64decode(content) for name, content in result.contents}
+    read = dict(result.contents)
     assert read == {"20261124100002000_20261124100003000.deltacommit": b"\x00binary\xff",
                     "20261124100004000_20261124100005000.replacecommit": b"replace"}
     assert _execute(StorageOp("timeline", str(tmp_path / "absent"))) == StorageResult(True, names=())
@@ -499,3 +499,21 @@ def test_unsent_commits_stop_before_a_hollow_commit_when_ordered_by_requested_ti
         commit("003", "006"), later]
     # version 8 orders by completion time: 003 completes after 005 and is sent then
     assert unsent_commits(timeline, first, by_completion=True) == [later]
+
+
+def test_the_timeline_comes_back_a_file_per_row_never_in_one_cell(tmp_path: Path) -> None:
+    """No cell grows with the table (issue #33): the results row holds no file content; each commit file read is
+    a row, and a batch, of its own."""
+    contents = {f"2026112410000{i}000_2026112410000{i}500.commit": bytes([i]) * (1000 * (i + 1)) for i in range(3)}
+    for name, content in contents.items():
+        (tmp_path / name).write_bytes(content)
+    request = json.dumps([{"kind": "get", "uri": str(tmp_path / "absent"), "text": ""},
+                          {"kind": "timeline", "uri": str(tmp_path), "text": "[]"}])
+    batches = list(execute_ops(iter([pa.RecordBatch.from_pydict({"op": [request]})])))
+    assert all(b.schema == RESULTS_SCHEMA and b.num_rows == 1 for b in batches) and len(batches) == 4
+    results = json.loads(batches[0].column("result")[0].as_py())
+    assert [r["ok"] for r in results] == [False, True] and all("contents" not in r for r in results)
+    assert len(batches[0].column("result")[0].as_py()) < 1000  # the names, not the 6,000 bytes read
+    rows = [(b.column("op")[0].as_py(), b.column("name")[0].as_py(), b.column("content")[0].as_py())
+            for b in batches[1:]]
+    assert rows == [(1, name, content) for name, content in sorted(contents.items())]

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.task_rows import map_task_rows, task_rows
-from hudi_connect.executor.object_store import OPS_SCHEMA, StorageOp, StorageResult, execute_ops
+from hudi_connect.executor.object_store import OPS_SCHEMA, RESULTS_DDL, StorageOp, StorageResult, execute_ops
 from hudi_connect.executor.storage import location_of
 from hudi_connect.format.fs_view import StoredFile
 
@@ -142,7 +142,11 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[Stora
         location_of(op.uri)  # a storage the workers have no client for is refused before any job runs
     ship_package(spark)
     request = json.dumps([asdict(op) for op in ops])
-    rows = map_task_rows(task_rows(spark, [(request,)], OPS_SCHEMA), OPS_SCHEMA, execute_ops, "result string").collect()
-    decoded = json.loads(rows[0].result)
+    rows = map_task_rows(task_rows(spark, [(request,)], OPS_SCHEMA), OPS_SCHEMA, execute_ops, RESULTS_DDL).collect()
+    decoded = json.loads(next(row.result for row in rows if row.result is not None))
+    contents: list[list[tuple[str, bytes]]] = [[] for _ in decoded]
+    for row in rows:
+        if row.result is None:
+            contents[row.op].append((row.name, bytes(row.content)))
     return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]),
-                          tuple(tuple(c) for c in r["contents"])) for r in decoded]
+                          tuple(read)) for r, read in zip(decoded, contents, strict=True)]

@@ -13,7 +13,6 @@ back or restored at the same path always changes the names).
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import json
 import threading
@@ -274,7 +273,7 @@ class TimelineView:
                 return self.timeline(with_metadata=bool(listed.contents))
         for name, content in listed.contents:
             path = f"{self.timeline_directory}/{name}"
-            self._metadata_cache[path] = decode_commit_metadata(base64.b64decode(content), name=path)
+            self._metadata_cache[path] = decode_commit_metadata(content, name=path)
         instant_files = _instant_files(remote_files.listed_files(self.timeline_directory, listed))
         timeline = Timeline.from_files(p for p in instant_files if p.action is not Action.REVERSE_COMMIT)
         state = self._state

@@ -12,7 +12,6 @@ object stores lack, create-if-absent, is each storage's own atomic step
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import itertools
 import json
@@ -40,6 +39,12 @@ from hudi_connect.format.timeline import WRITE_ACTIONS, InstantState, parse_inst
 
 OpKind = Literal["create", "put", "get", "list", "last", "timeline", "data_files", "delete", "copy"]
 OPS_SCHEMA = pa.schema([("op", pa.string())])  # one row: the JSON list of ops
+# What the task returns, a row at a time so that no cell grows with the table (a Connect client refuses messages
+# over 128 MB): first the JSON list of results without file contents, then a row per file a ``timeline`` op read
+# (``op``: that op's index in the request), each its own batch.
+RESULTS_SCHEMA = pa.schema([("result", pa.string()), ("op", pa.int32()), ("name", pa.string()),
+                            ("content", pa.binary())])
+RESULTS_DDL = "result string, op int, name string, content binary"
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class StorageResult:
     names: tuple[str, ...] = ()  # list: entry names (directories end with '/')
     # list: (name, size, modification ms) of each file, empty ones too; data_files: (partition/name, size, 0)
     files: tuple[tuple[str, int, int], ...] = ()
-    contents: tuple[tuple[str, str], ...] = ()  # timeline: (name, base64 of the content) of each file read
+    contents: tuple[tuple[str, bytes], ...] = ()  # timeline: (name, content) of each file read
 
 
 @worker_body
@@ -82,7 +87,13 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                     break
             skipped = len(json.loads(request)) - len(results)
             results += [asdict(StorageResult(False))] * skipped
-            yield pa.RecordBatch.from_pydict({"result": [json.dumps(results)]})
+            read = [(index, name, content) for index, result in enumerate(results)
+                    for name, content in result.pop("contents")]
+            yield pa.RecordBatch.from_pydict({"result": [json.dumps(results)], "op": [None], "name": [None],
+                                              "content": [None]}, schema=RESULTS_SCHEMA)
+            for index, name, content in read:
+                yield pa.RecordBatch.from_pydict({"result": [None], "op": [index], "name": [name],
+                                                  "content": [content]}, schema=RESULTS_SCHEMA)
 
 
 def _execute(op: StorageOp) -> StorageResult:
@@ -148,7 +159,7 @@ def _completed_write(name: str) -> bool:
     return instant is not None and instant.state is InstantState.COMPLETED and instant.action in WRITE_ACTIONS
 
 
-def _read_all(directory_uri: str, names: list[str]) -> list[tuple[str, str]]:
-    """(name, base64 content) of each file, read concurrently."""
+def _read_all(directory_uri: str, names: list[str]) -> list[tuple[str, bytes]]:
+    """(name, content) of each file, read concurrently."""
     contents = read_many([join(directory_uri, name) for name in names])
-    return [(name, base64.b64encode(content).decode("ascii")) for name, content in zip(names, contents, strict=True)]
+    return list(zip(names, contents, strict=True))
