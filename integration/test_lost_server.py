@@ -19,8 +19,10 @@ from pyspark.sql import functions as F
 
 from hudi_connect import HudiTable, ServerUnavailableError, WriteState, connect, is_server_lost
 from hudi_connect.cli import main
+from hudi_connect.format.expressions import col
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
+from hudi_connect.spec import FileIndex
 from hudi_connect.stack.endpoints import MinioEndpoint
 from integration.killable import Kill, KillableServer, TimelineWatch
 
@@ -167,6 +169,28 @@ def test_read_killed(plain_victim: KillableServer, spark: SparkSession, local_ba
     plain_victim.restart()
     fresh = connect(plain_victim.url, server_timeout=BOUND)
     assert TableReader(fresh, local_base_path).snapshot().count() == 400_000
+
+
+def test_listing_killed_while_it_is_consumed(plain_victim: KillableServer, spark: SparkSession,
+                                             local_base_path: str) -> None:
+    """A generator the client returns (``FileIndex.list_files_at``) meets the server only as it is consumed: a
+    server lost then raises ServerUnavailableError naming the listing, within the bound, never a raw pyspark
+    error (issue #34, item 4)."""
+    table = HudiTable.create(spark, local_base_path, "id int, v string, ts long, part string", record_key="id",
+                             ordering_field="ts", partition_by="part", table_type="COPY_ON_WRITE")
+    table.insert(spark.sql("select cast(id as int) id, concat('v', id) v, 1L ts, concat('p', id % 5) part "
+                           "from range(0, 1000)"))
+    reader_spark = connect(plain_victim.url, server_timeout=BOUND)
+    index = FileIndex(reader_spark, local_base_path, use_metadata=False)
+    state = index.state()  # the timeline read while the server lives; a column predicate lists in a job
+    listing = index.list_files_at(predicates=[col("v") == "v7"], state=state)
+    plain_victim.kill()
+    started = time.monotonic()
+    with pytest.raises(ServerUnavailableError, match="listing file slices") as caught:
+        next(listing)
+    _bounded(started)
+    assert is_server_lost(caught.value)
+    plain_victim.restart()
 
 
 @pytest.mark.full

@@ -19,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from pyspark.sql import SparkSession
 
@@ -194,33 +194,57 @@ def _session_among(args: tuple[object, ...]) -> SparkSession | None:
 def over_connect(doing: str, *, outcome: str = "") -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a method that talks to a server (found as an argument or the ``_spark`` of one): a lost
     server raises ServerUnavailableError saying what was under way (the outermost such call) and
-    ``outcome``, what that means for the caller."""
+    ``outcome``, what that means for the caller. A generator method is guarded while it is iterated: its body
+    runs, and meets the server, only as the caller consumes it."""
 
     def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        if inspect.isgeneratorfunction(method):
+            @functools.wraps(method)
+            def iterate(*args: P.args, **kwargs: P.kwargs) -> Any:
+                _refuse_known_lost(args, doing)
+                try:
+                    yield from cast(Iterator[Any], method(*args, **kwargs))
+                except Exception as error:
+                    _translate(error, args, doing, outcome)
+                    raise
+
+            return cast(Callable[P, R], iterate)
+
         @functools.wraps(method)
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            known = _session_among(args)
-            if known is not None and was_lost(known):  # a Spark 3.5 server back up would answer with a new,
-                raise lost_server_error(known, doing, earlier=True)  # empty session: never use it again
+            _refuse_known_lost(args, doing)
             try:
                 return method(*args, **kwargs)
             except Exception as error:
-                session = _session_among(args) if is_server_lost(error) else None
-                if session is None:
-                    refusal = worker_refusal(error) if not isinstance(error, HudiConnectError) else None
-                    known = _session_among(args)
-                    if isinstance(refusal, StorageAccessError) and known is not None:
-                        refusal = with_server_settings(refusal, known)
-                    if refusal is not None:
-                        raise refusal from None  # the Spark error (a worker traceback) stays its __context__
-                    raise
-                inner = error if isinstance(error, ServerUnavailableError) else None
-                if inner is not None and not outcome:
-                    raise  # the inner call said it all
-                what = f"{doing} (at: {inner.doing})" if inner is not None else doing
-                raise lost_server_error(session, what, outcome=outcome,
-                                        write_id=inner.write_id if inner is not None else None) from error
+                _translate(error, args, doing, outcome)
+                raise
 
         return call
 
     return decorate
+
+
+def _refuse_known_lost(args: tuple[Any, ...], doing: str) -> None:
+    known = _session_among(args)
+    if known is not None and was_lost(known):  # a Spark 3.5 server back up would answer with a new,
+        raise lost_server_error(known, doing, earlier=True)  # empty session: never use it again
+
+
+def _translate(error: Exception, args: tuple[Any, ...], doing: str, outcome: str) -> None:
+    """Raise what ``error`` means for the caller of a guarded call: ServerUnavailableError for a lost server, a
+    worker's refusal by its own type; return (the caller re-raises ``error``) for anything else."""
+    session = _session_among(args) if is_server_lost(error) else None
+    if session is None:
+        refusal = worker_refusal(error) if not isinstance(error, HudiConnectError) else None
+        known = _session_among(args)
+        if isinstance(refusal, StorageAccessError) and known is not None:
+            refusal = with_server_settings(refusal, known)
+        if refusal is not None:
+            raise refusal from None  # the Spark error (a worker traceback) stays its __context__
+        return
+    inner = error if isinstance(error, ServerUnavailableError) else None
+    if inner is not None and not outcome:
+        return  # the inner call said it all
+    what = f"{doing} (at: {inner.doing})" if inner is not None else doing
+    raise lost_server_error(session, what, outcome=outcome,
+                            write_id=inner.write_id if inner is not None else None) from error
