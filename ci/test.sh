@@ -99,7 +99,9 @@ lint_start=$(date +%s)
 "$VENV/bin/ruff" check hudi_connect tests integration benchmarks
 "$VENV/bin/mypy" hudi_connect
 "$VENV/bin/lint-imports"  # the layers of ARCHITECTURE.md
-say "lint, types and layers took $(since "$lint_start")"
+"$VENV/bin/interrogate" hudi_connect  # docstring coverage, 100% outside the harness ([tool.interrogate])
+"$VENV/bin/python" -W error -m pdoc -o build/api hudi_connect  # the API reference; any warning fails it
+say "lint, types, layers, docstrings and the API reference took $(since "$lint_start")"
 
 status=0
 run_pytest() {  # python, then pytest arguments; a run that collects nothing is a failure too

@@ -1,4 +1,23 @@
-"""hudi-connect: Apache Hudi for Python users who reach Spark only through Spark Connect."""
+"""hudi-connect: Apache Hudi for Python users who reach Spark only through Spark Connect.
+
+The front door: every public class, function and error is importable from here.
+
+- Writes, table services and Hudi's own reads on a server with Hudi's bundle: :class:`HudiTable`.
+- Jar-free reads on any Spark Connect server: :class:`TableReader` (snapshot, read-optimized, time travel,
+  incremental), :class:`ChangeQuery` (RFC-51 change data capture), :class:`FileIndex` and :class:`RecordIndex`
+  (RFC-64's Table Spec API, with the predicates :func:`col`, :func:`lit`, :func:`fn`).
+- The reverse streamer (RFC-70): :class:`ReverseStream` with :class:`FileSink`, :class:`KafkaSink`,
+  :class:`PostgresSink`.
+- Sessions: :func:`connect`; every error derives from :class:`HudiConnectError`.
+
+Example::
+
+    from hudi_connect import ChangeQuery, TableReader, connect
+
+    spark = connect("sc://spark-connect:15002")
+    TableReader(spark, "s3a://lake/orders").snapshot().show()
+    ChangeQuery(spark, "s3a://lake/orders").changes("earliest").show()
+"""
 
 try:
     import pyspark  # noqa: F401
@@ -7,20 +26,26 @@ except ImportError as missing:  # the Spark line is an extra: a Connect client w
                       "pip install 'hudi-connect[spark35]' for Spark 3.5, 'hudi-connect[spark43]' for Spark 4.3 "
                       "(or spark40 to spark42; jar-free reads only)") from missing
 
+from hudi_connect.cdc import ChangeFormat, ChangeQuery
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
 from hudi_connect.client.timeline_view import forget_table
 from hudi_connect.client.worker_errors import library_errors
 from hudi_connect.errors import (
+    CheckpointConflictError,
+    HFileDecodeError,
     HistoryUnavailableError,
     HudiConnectError,
     InvalidInstantError,
+    LogDecodeError,
+    MetadataTableError,
     NotAHudiTableError,
     ProvisioningError,
     SchemaMismatchError,
     ServerMisconfiguredError,
     ServerUnavailableError,
     ServiceStartError,
+    SinkError,
     StorageAccessError,
     TableExistsError,
     TableNotFoundError,
@@ -31,9 +56,23 @@ from hudi_connect.errors import (
     WriteFailedError,
     WriterActiveError,
 )
+from hudi_connect.format.commit_metadata import CommitMetadataError
 from hudi_connect.format.history import HistoryEntry
 from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
 from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.reader import TableReader
+from hudi_connect.reverse import BatchResult, Checkpoint, FileSink, KafkaSink, PostgresSink, ReverseStream
+from hudi_connect.spec import (
+    Expression,
+    FileIndex,
+    PartitionIncrementalSnapshot,
+    PartitionSnapshot,
+    RecordIndex,
+    TableDefinition,
+    col,
+    fn,
+    lit,
+)
 from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.table.recovery import RecoveryReport
 from hudi_connect.table.write_outcome import WriteOutcome, WriteState
@@ -42,7 +81,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Action",
+    "BatchResult",
     "CdcLoggingMode",
+    "ChangeFormat",
+    "ChangeQuery",
+    "Checkpoint",
+    "CheckpointConflictError",
+    "CommitMetadataError",
+    "Expression",
+    "FileIndex",
+    "FileSink",
+    "HFileDecodeError",
     "HistoryEntry",
     "HistoryUnavailableError",
     "HudiConnectError",
@@ -50,18 +99,29 @@ __all__ = [
     "Instant",
     "InstantState",
     "InvalidInstantError",
+    "KafkaSink",
+    "LogDecodeError",
     "MetadataPartition",
+    "MetadataTableError",
     "NotAHudiTableError",
+    "PartitionIncrementalSnapshot",
+    "PartitionSnapshot",
+    "PostgresSink",
     "ProvisioningError",
+    "RecordIndex",
     "RecoveryReport",
+    "ReverseStream",
     "SchemaMismatchError",
     "ServerMisconfiguredError",
     "ServerUnavailableError",
     "ServiceStartError",
+    "SinkError",
     "StorageAccessError",
+    "TableDefinition",
     "TableExistsError",
     "TableNotFoundError",
     "TableProperties",
+    "TableReader",
     "TableType",
     "Timeline",
     "UnsupportedOperationError",
@@ -74,9 +134,12 @@ __all__ = [
     "WriterActiveError",
     "__version__",
     "bound_server_wait",
+    "col",
     "connect",
+    "fn",
     "forget_table",
     "is_server_lost",
     "library_errors",
+    "lit",
     "require_hudi_server",
 ]

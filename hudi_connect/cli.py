@@ -337,6 +337,9 @@ def _add_stack_commands(commands: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hudi-connect`` with ``argv`` (default: the process's arguments): demo, reverse-stream (RFC-70),
+    recover, history, changes, files or stack. Returns the exit status: 1 when a :class:`HudiConnectError`
+    stopped it (its message printed, without a traceback), else 0."""
     parser = argparse.ArgumentParser(prog="hudi-connect", description="Apache Hudi over Spark Connect")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="write, update and delete a small MOR table and print it")

@@ -78,15 +78,29 @@ class ReadPlan:
 
     @property
     def base_files(self) -> int:
+        """How many of the plan's file slices have a base file."""
         return sum(1 for s in self.slices if s.base_file)
 
     @property
     def log_files(self) -> int:
+        """How many log files the plan's file slices merge, in all."""
         return sum(len(s.log_files) for s in self.slices)
 
 
 class TableReader:
-    """Snapshot, time-travel and incremental reads of one table, as plain Spark plans."""
+    """Snapshot, time-travel and incremental reads of one table, as plain Spark plans.
+
+    Hudi's query types without Hudi's jars: snapshot, read-optimized, time travel (``as.of.instant``) and
+    incremental (``hoodie.datasource.query.type``), each answered as Hudi 1.2's Spark datasource answers it,
+    on any Spark Connect server. Files are listed through RFC-64's :class:`~hudi_connect.spec.FileIndex`.
+
+    Example::
+
+        reader = TableReader(spark, "s3a://lake/trips")
+        reader.snapshot([col("city") == "paris"]).show()
+        reader.as_of("20260307162434124").count()
+        reader.incremental("earliest").show()
+    """
 
     @over_connect("opening a table to read")
     def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None) -> None:
@@ -104,6 +118,7 @@ class TableReader:
 
     @property
     def properties(self) -> TableProperties:
+        """The table's ``hoodie.properties``, as its timeline view last read them."""
         return self.view.properties
 
     @over_connect("listing the table's files")
@@ -347,6 +362,8 @@ class TableReader:
 
     @over_connect("planning a read")
     def plan(self, as_of: str | None = None, predicates: Sequence[Expression] = ()) -> ReadPlan:
+        """What a snapshot read (or a read as of the requested time ``as_of``) would touch:
+        its file slices after pruning by ``predicates``, and its schema (no record is read)."""
         return self._read(as_of, predicates=predicates)[1]
 
 

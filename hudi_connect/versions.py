@@ -36,10 +36,12 @@ class MavenArtifact:
 
     @property
     def coordinate(self) -> str:
+        """``group:artifact:version[:classifier]``, as Maven resolves it."""
         return f"{self.group}:{self.artifact}:{self.version}" + (f":{self.classifier}" if self.classifier else "")
 
     @property
     def jar_name(self) -> str:
+        """The jar's file name in a Maven repository (``artifact-version[-classifier].jar``)."""
         return f"{self.artifact}-{self.version}" + (f"-{self.classifier}" if self.classifier else "") + ".jar"
 
 
@@ -209,10 +211,13 @@ class SparkLine:
 
     @property
     def flavor(self) -> str:
+        """The server flavour of this line's plain Connect server (``plain-4.1``)."""
         return f"plain-{self.name}"
 
     @property
     def jars(self) -> JarSet:
+        """The jars this line's plain server loads besides Spark's own: Spark's Kafka connector (for the
+        Kafka sink) and PostgreSQL's JDBC driver."""
         return JarSet(
             f"spark-{self.name}-sinks",
             (

@@ -17,6 +17,8 @@ from hudi_connect.format.timeline import Instant
 
 
 class CdcInferenceCase(StrEnum):
+    """How one file group's changes in one commit are found: RFC-51's ``HoodieCDCInferenceCase``."""
+
     AS_IS = "AS_IS"  # the commit wrote .cdc log files: read them
     BASE_FILE_INSERT = "BASE_FILE_INSERT"  # a new base file: every record is an insert
     BASE_FILE_DELETE = "BASE_FILE_DELETE"  # the commit emptied the file group: every old record is a delete
@@ -42,11 +44,14 @@ class CdcSplit:
     stat: WriteStat | None = field(default=None, compare=False)  # what the commit wrote (None: a replaced group)
 
     def describe(self) -> str:
+        """One line for ``ChangeQuery.explain``: instant, case, file group and the files it reads."""
         what = ", ".join(self.files) or "no new file"
         return f"{self.instant.requested_time} {self.case.value:<17} {self.partition or '/'}:{self.file_id} <- {what}"
 
 
 def yields_changes(metadata: CommitMetadata) -> bool:
+    """Whether a commit's operation can change records (Hudi's ``WriteOperationType.yieldChanges``): table
+    services such as compaction and clustering rewrite files but change none."""
     return (metadata.operation_type or "").upper() not in NO_CHANGE_OPERATIONS
 
 

@@ -70,6 +70,7 @@ class DecodingChoice:
     writer_schemas: tuple[str, ...] = ()
 
     def describe(self) -> str:
+        """The choice as one line of ``ChangeQuery.explain``."""
         where = "in the JVM (spark-avro's from_avro)" if self.decoder == "jvm" else "in Python workers"
         return f".cdc records (DATA_BEFORE_AFTER) decoded {where}: {self.reason}"
 

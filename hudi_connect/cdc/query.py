@@ -101,7 +101,20 @@ def delete_first() -> Column:
     return F.when(F.col("op") == "d", 0).otherwise(1)
 
 class ChangeQuery:
-    """The change stream of one table, computed from its timeline and files."""
+    """The change stream of one table, computed from its timeline and files.
+
+    RFC-51's change data capture (Hudi's ``hoodie.datasource.query.incremental.format=cdc``) without Hudi's
+    jars: each file group of each commit in the range is one split of an RFC-51 inference case
+    (:class:`~hudi_connect.cdc.cases.CdcInferenceCase`), read from ``.cdc`` log files where the table logs
+    them and from file slices before and after the commit where it does not, so tables without CDC logging
+    answer too.
+
+    Example::
+
+        query = ChangeQuery(spark, "s3a://lake/trips")
+        query.changes("earliest").show()                    # op, ts_ms, before, after (Hudi's CDC schema)
+        print(query.explain("earliest"))
+    """
 
     @over_connect("opening a table for a change query")
     def __init__(self, spark: SparkSession, base_path: str, *, avro_decoding: AvroDecoding = "auto",
@@ -151,6 +164,8 @@ class ChangeQuery:
 
     @over_connect("planning a change query")
     def splits(self, begin: Instant | str, end: Instant | str | None = None) -> list[CdcSplit]:
+        """The splits of the commits in (begin, end] that change data: one per file group per commit, each
+        with its RFC-51 inference case (what :meth:`explain` shows)."""
         commits, in_range = self._range(begin, end)
         return infer_splits(commits, self._reader.view.commit_metadata(in_range), in_range)
 

@@ -28,6 +28,9 @@ from hudi_connect.format.fs_view import StoredFile
 
 @dataclass(frozen=True)
 class RemoteFile:
+    """A file listed through the server: its path, name, size in bytes and modification time (ms, to the
+    second)."""
+
     path: str  # as Spark reports it, e.g. file:/tmp/t/.hoodie/timeline/x.commit
     name: str
     size: int

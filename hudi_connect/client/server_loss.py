@@ -65,9 +65,11 @@ class RetryPolicy:
         return sleeps
 
     def worst_case_seconds(self) -> float:
+        """How long pyspark sleeps over all retries, at most, in seconds."""
         return sum(self.sleeps_ms()) / 1000
 
     def as_kwargs(self) -> dict[str, Any]:
+        """The policy as keyword arguments of pyspark's retry policy."""
         return dataclasses.asdict(self)  # the fields are named as pyspark's arguments
 
 
@@ -144,6 +146,7 @@ def _is_lost_signal(error: BaseException) -> bool:
 
 
 def describe_server(spark: SparkSession) -> str:
+    """The server of ``spark`` for error messages, with its endpoint where the client knows it."""
     builder = getattr(spark.client, "_builder", None)
     endpoint = getattr(builder, "endpoint", None)
     return f"the Spark Connect server at {endpoint}" if endpoint else "the Spark Connect server"
@@ -157,6 +160,7 @@ def mark_lost(spark: SparkSession) -> None:
 
 
 def was_lost(spark: SparkSession) -> bool:
+    """Whether a call on ``spark`` already found its server gone (see :func:`mark_lost`)."""
     return bool(getattr(spark.client, _LOST_ATTRIBUTE, False))
 
 

@@ -23,6 +23,7 @@ ArrowFunction = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 @cache
 def spark_schema(schema: pa.Schema) -> StructType:
+    """``schema`` as Spark's StructType, converted on the client once per process (no server round trip)."""
     return from_arrow_schema(schema)
 
 

@@ -160,6 +160,7 @@ class TimelineView:
 
     @property
     def properties(self) -> TableProperties:
+        """The table's ``hoodie.properties``, as last read in this session."""
         return self._state.properties
 
     @property
@@ -184,6 +185,7 @@ class TimelineView:
 
     @property
     def timeline_directory(self) -> str:
+        """Where the active timeline's instant files are: ``.hoodie/timeline`` (layout 2), else ``.hoodie``."""
         directory = f"{self._base_path}/.hoodie"
         return f"{directory}/{self.properties.timeline_dir}" if self.properties.timeline_dir else directory
 
@@ -380,6 +382,8 @@ class TimelineView:
         return _instant_files(remote_files.list_directory(self._spark, self.timeline_directory), pattern)
 
     def instant_file(self, instant: Instant) -> str:
+        """The path of a completed instant's file: ``<requested>_<completion>.<action>`` in layout 2, else
+        ``<requested>.<action>``."""
         action = instant.action.value
         if self.properties.timeline_dir:
             return f"{self.timeline_directory}/{instant.requested_time}_{instant.completion_time}.{action}"

@@ -33,6 +33,8 @@ def read_base_file(uri: str) -> pa.Table:
 
 
 def read_lance_file(uri: str) -> pa.Table:
+    """Every record of the Lance base file at ``uri`` (on S3 or a local disk), with pylance on the executor;
+    UnsupportedTableFeatureError without pylance or on another storage."""
     try:
         from lance.file import LanceFileReader
     except ImportError as error:  # the server's worker Python lacks pylance

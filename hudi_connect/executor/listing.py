@@ -38,10 +38,12 @@ class PartitionFilter:
     opaque: frozenset[str] = frozenset()  # fields whose path values are not column values
 
     def descriptor(self, path: str) -> PartitionDescriptor:
+        """The partition values the partition path encodes (as its Hudi key generator wrote them)."""
         return PartitionDescriptor.parse(path, self.fields, self.schema, hive_style=self.hive_style,
                                          url_encoded=self.url_encoded, opaque=self.opaque)
 
     def keeps(self, path: str) -> bool:
+        """Whether the partition at ``path`` may hold matching rows (always, without a predicate)."""
         return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)
 
 
@@ -62,6 +64,9 @@ def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> It
 
 @dataclass(frozen=True)
 class StatsConfig:
+    """What :func:`match_by_footer` needs on the executor: the table's base path, the predicate and the
+    columns whose Parquet footer statistics it reads."""
+
     base_uri: str
     predicate: Expression
     columns: tuple[str, ...]  # the data columns the predicate reads

@@ -61,6 +61,7 @@ class DataTimeline:
 
     @classmethod
     def of(cls, timeline: Timeline) -> DataTimeline:
+        """The instant times of the data table's timeline, built on the client and shipped to the tasks."""
         tracked = [i.requested_time for i in timeline if i.is_completed and i.action in TRACKED_ACTIONS]
         return cls(frozenset(i.requested_time for i in timeline if i.is_completed),
                    frozenset(i.requested_time for i in timeline if not i.is_completed), max(tracked, default=None))
@@ -68,12 +69,15 @@ class DataTimeline:
 
 @dataclass(frozen=True)
 class MetadataSource:
+    """The data table whose metadata table a task reads: its base path, its timeline and table version."""
+
     base_uri: str  # the data table
     data: DataTimeline
     table_version: int
 
     @property
     def metadata_uri(self) -> str:
+        """The metadata table's base path, ``.hoodie/metadata`` below the data table's."""
         return join(self.base_uri, METADATA_DIR)
 
 
@@ -118,6 +122,8 @@ def valid_block_instants(source: MetadataSource, metadata_timeline: Timeline) ->
 
 
 def caught_up(source: MetadataSource, metadata_timeline: Timeline | None) -> bool:
+    """Whether the metadata table has completed the deltacommit of the data table's latest completed instant
+    that writes one, so that its listing and statistics are current (False without a metadata timeline)."""
     if metadata_timeline is None:
         return False
     if source.data.latest_tracked is None:

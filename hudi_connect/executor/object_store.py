@@ -66,6 +66,8 @@ class StorageOp:
 
 @dataclass(frozen=True)
 class StorageResult:
+    """What one :class:`StorageOp` found or did on the executor, returned to the client as JSON."""
+
     ok: bool  # create: created; get: found; others: done
     text: str = ""  # get: the content
     names: tuple[str, ...] = ()  # list: entry names (directories end with '/')

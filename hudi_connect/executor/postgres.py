@@ -22,6 +22,7 @@ ROWS_PER_STATEMENT = 5000
 
 
 def quote(identifier: str) -> str:
+    """``identifier`` as a PostgreSQL quoted identifier (embedded double quotes doubled)."""
     return '"' + identifier.replace('"', '""') + '"'
 
 
@@ -66,6 +67,8 @@ class MergeStatements:
 
 @dataclass(frozen=True)
 class Connection:
+    """Where the task connects to PostgreSQL; the password is kept out of the repr."""
+
     host: str
     port: int
     database: str
@@ -84,6 +87,9 @@ class Connection:
 
 @dataclass(frozen=True)
 class BatchFence:
+    """The batch's place in its reverse stream: checkpoint ``sequence`` and the completion time of the last
+    instant it covers, recorded in the progress table only if no later end was applied."""
+
     stream: str
     sequence: int
     end_completion_time: str

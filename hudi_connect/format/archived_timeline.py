@@ -122,6 +122,7 @@ class ArchivedTimeline:
     by_completion: bool = True
 
     def write_commits(self) -> tuple[Instant, ...]:
+        """The archived instants that wrote data (commit, deltacommit, replacecommit), oldest first."""
         return tuple(i for i in self.instants if i.writes_data)
 
     def commits_between(self, begin: Instant | str, end: Instant | str | None) -> list[Instant]:
@@ -129,5 +130,6 @@ class ArchivedTimeline:
         return Timeline(self.instants).commits_between(begin, end, by_completion=self.by_completion)
 
     def last_write_commit(self) -> Instant | None:
+        """The newest archived write commit, or None when none was archived."""
         commits = self.write_commits()
         return commits[-1] if commits else None

@@ -39,11 +39,15 @@ class WriteStat:
 
     @property
     def is_log_file(self) -> bool:
+        """Whether the file written is a log file (``.<file id>_<instant>.log.<version>_<token>``), not a base file."""
         return ".log." in self.path.rsplit("/", 1)[-1]
 
 
 @dataclass(frozen=True)
 class CommitMetadata:
+    """A completed write instant's ``HoodieCommitMetadata`` (or ``HoodieReplaceCommitMetadata``): its
+    ``partitionToWriteStats``, ``partitionToReplaceFileIds`` and ``extraMetadata``."""
+
     operation_type: str | None
     write_stats: tuple[WriteStat, ...]
     replaced_file_ids: Mapping[str, tuple[str, ...]]
@@ -52,14 +56,17 @@ class CommitMetadata:
 
     @property
     def schema_json(self) -> str | None:
+        """The writer's Avro schema as JSON (``extraMetadata``'s ``schema``), if the commit recorded one."""
         return self.extra_metadata.get("schema")
 
     @property
     def records_written(self) -> int:
+        """The records written over all write stats (sum of ``numWrites``)."""
         return sum(s.num_writes for s in self.write_stats)
 
     @property
     def partitions(self) -> tuple[str, ...]:
+        """The partitions the commit wrote to or replaced file groups in, sorted."""
         return tuple(sorted({s.partition_path for s in self.write_stats} | set(self.replaced_file_ids)))
 
 
@@ -91,6 +98,8 @@ def _write_stat(partition: str, raw: Mapping[str, Any]) -> WriteStat:
 
 
 def commit_metadata_from_mapping(raw: Mapping[str, Any]) -> CommitMetadata:
+    """A decoded ``HoodieCommitMetadata`` record (from JSON or Avro) as :class:`CommitMetadata`; an
+    ``UNKNOWN`` operation type becomes None."""
     stats = tuple(
         _write_stat(partition, stat)
         for partition, partition_stats in (raw.get("partitionToWriteStats") or {}).items()

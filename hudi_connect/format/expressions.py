@@ -60,15 +60,19 @@ class Expression:
         return Not(self)
 
     def isin(self, *values: Any) -> In:
+        """``self IN (values...)``; the values are plain Python values."""
         return In(self, tuple(values))
 
     def is_null(self) -> IsNull:
+        """``self IS NULL``."""
         return IsNull(self)
 
     def is_not_null(self) -> Not:
+        """``self IS NOT NULL``, built as ``NOT (self IS NULL)``."""
         return Not(IsNull(self))
 
     def between(self, low: Any, high: Any) -> And:
+        """``low <= self <= high`` (both bounds inclusive, as SQL's BETWEEN)."""
         return And(self >= low, self <= high)
 
     def columns(self) -> frozenset[str]:
@@ -80,16 +84,22 @@ class Expression:
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Column(Expression):
+    """A column read by name (Hudi's ``NameReference``)."""
+
     name: str
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Literal(Expression):
+    """A constant value (Hudi's ``Literal``)."""
+
     value: Any
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Comparison(Expression):
+    """``left op right`` for one of :data:`COMPARISONS` (Hudi's ``Predicates.BinaryComparison``)."""
+
     op: str
     left: Expression
     right: Expression
@@ -101,34 +111,46 @@ class Comparison(Expression):
 
 @dataclass(frozen=True, eq=False, repr=True)
 class In(Expression):
+    """``value IN options`` (Hudi's ``Predicates.In``); the options are plain Python values."""
+
     value: Expression
     options: tuple[Any, ...]
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class IsNull(Expression):
+    """``value IS NULL``."""
+
     value: Expression
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class And(Expression):
+    """``left AND right`` (Hudi's ``Predicates.And``), with SQL's three-valued logic."""
+
     left: Expression
     right: Expression
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Or(Expression):
+    """``left OR right`` (Hudi's ``Predicates.Or``), with SQL's three-valued logic."""
+
     left: Expression
     right: Expression
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Not(Expression):
+    """``NOT value`` (Hudi's ``Predicates.Not``); NOT of NULL stays NULL."""
+
     value: Expression
 
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Function(Expression):
+    """A call of one of the supported scalar functions (:data:`FUNCTIONS`) on argument expressions."""
+
     name: str
     args: tuple[Expression, ...]
 
@@ -138,10 +160,12 @@ class Function(Expression):
 
 
 def col(name: str) -> Column:
+    """The column ``name``, to build predicates on: ``col("city") == "paris"``."""
     return Column(name)
 
 
 def lit(value: Any) -> Literal:
+    """A literal ``value``; operators and :func:`fn` wrap plain values in one themselves."""
     return Literal(value)
 
 
@@ -165,6 +189,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
 
 
 def fn(name: str, *args: Any) -> Function:
+    """A call of the function ``name`` (one of :data:`FUNCTIONS`): ``fn("lower", col("city")) == "paris"``."""
     return Function(name, tuple(_expr(a) for a in args))
 
 
@@ -266,6 +291,7 @@ class ColumnRange:
 
     @property
     def all_null(self) -> bool:
+        """Whether every value of the column in the file is null (known only when both counts are)."""
         return self.null_count is not None and self.value_count is not None and self.null_count >= self.value_count
 
 

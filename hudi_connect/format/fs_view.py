@@ -46,6 +46,8 @@ _LOG_FILE = re.compile(
 
 @dataclass(frozen=True, order=True)
 class BaseFile:
+    """A base file of a file group (``HoodieBaseFile``): ``<file id>_<write token>_<instant>.<ext>``."""
+
     partition: str
     file_id: str
     instant_time: str
@@ -55,6 +57,9 @@ class BaseFile:
 
 @dataclass(frozen=True, order=True)
 class LogFile:
+    """A log file of a file group (``HoodieLogFile``): ``.<file id>_<instant>.log.<version>_<write token>``,
+    with ``.cdc`` appended for a CDC log file."""
+
     partition: str
     file_id: str
     instant_time: str  # v6: the slice's base instant; v8+: the deltacommit that wrote it
@@ -76,6 +81,7 @@ class FileSlice:
 
     @property
     def base_instant(self) -> str | None:
+        """The instant that wrote the slice's base file; None for a slice of log files only."""
         return self.base_file.instant_time if self.base_file else None
 
 

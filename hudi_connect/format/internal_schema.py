@@ -39,6 +39,7 @@ class SchemaVersion:
     nested: frozenset[tuple[int, str]]  # (id, name) of every field below the top level
 
     def name_of(self, column_id: int) -> str | None:
+        """The name of the top-level column ``column_id`` in this version; None if it has no such column."""
         return next((name for i, name in self.columns if i == column_id), None)
 
 

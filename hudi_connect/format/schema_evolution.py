@@ -35,6 +35,7 @@ class TypeChange:
     new: pa.DataType
 
     def describe(self) -> str:
+        """The change as ``column: old -> new``, for messages."""
         return f"{self.column}: {self.old} -> {self.new}"
 
 

@@ -25,6 +25,8 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 class ReadingMode(StrEnum):
+    """How a read uses a table's file slices."""
+
     SNAPSHOT = "SNAPSHOT"  # base files merged with their log files
     SNAPSHOT_READ_OPTIMIZED = "SNAPSHOT_READ_OPTIMIZED"  # base files only
     INCREMENTAL = "INCREMENTAL"  # latest state of records written in a range
@@ -33,6 +35,8 @@ class ReadingMode(StrEnum):
 
 @dataclass(frozen=True)
 class TableId:
+    """Where a table lives and what it is called (``hoodie.table.name``, ``hoodie.database.name``)."""
+
     base_path: str
     name: str
     database: str | None = None
@@ -52,6 +56,7 @@ class TableDefinition:
 
     @classmethod
     def of(cls, base_path: str, properties: TableProperties, schema: pa.Schema) -> TableDefinition:
+        """The definition of the table at ``base_path`` from its ``hoodie.properties`` and record schema."""
         return cls(TableId(base_path, properties.name, properties.raw.get("hoodie.database.name")),
                    properties.table_type, properties.version, properties.record_key_fields,
                    properties.ordering_fields, properties.partition_fields, schema)
@@ -131,6 +136,7 @@ class PartitionSnapshot:
 
     @property
     def total_bytes(self) -> int:
+        """The size of every base file and log file of the partition's file slices."""
         return sum(slice_bytes(s) for s in self.file_slices)
 
 
@@ -146,5 +152,6 @@ class PartitionIncrementalSnapshot:
 
 
 def slice_bytes(file_slice: FileSlice) -> int:
+    """The size of a file slice: its base file (if any) plus its log files."""
     base = file_slice.base_file.size if file_slice.base_file else 0
     return base + sum(f.size for f in file_slice.log_files)

@@ -19,6 +19,8 @@ SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 
 
 class TableType(StrEnum):
+    """A table's ``hoodie.table.type`` (Hudi's ``HoodieTableType``)."""
+
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
 
@@ -115,6 +117,7 @@ class TableProperties:
 
     @property
     def is_merge_on_read(self) -> bool:
+        """Whether the table is MERGE_ON_READ (file slices may have log files to merge)."""
         return self.table_type is TableType.MERGE_ON_READ
 
     @property
@@ -136,10 +139,13 @@ class TableProperties:
 
     @property
     def partitioned(self) -> bool:
+        """Whether the table has partition fields (``hoodie.table.partition.fields``)."""
         return bool(self.partition_fields)
 
     @classmethod
     def from_properties(cls, raw: Mapping[str, str], *, where: str = "the table") -> TableProperties:
+        """Type the raw ``hoodie.properties`` entries, reading each key under its name in any supported
+        table version; raises UnsupportedTableVersionError for another ``hoodie.table.version``."""
         version = int(raw.get("hoodie.table.version", "0"))
         if version not in SUPPORTED_TABLE_VERSIONS:
             raise UnsupportedTableVersionError(

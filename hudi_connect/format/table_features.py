@@ -52,6 +52,7 @@ class TableFeature:
     detail: str = ""
 
     def error(self, where: str) -> UnsupportedTableFeatureError:
+        """The error to raise for this feature of the table at ``where``, naming the property and its value."""
         return UnsupportedTableFeatureError(self.feature, self.property, self.value, where=where, detail=self.detail)
 
 

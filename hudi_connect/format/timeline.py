@@ -21,12 +21,16 @@ from hudi_connect.errors import InvalidInstantError
 
 
 class InstantState(StrEnum):
+    """The state of an instant (Hudi's ``HoodieInstant.State``): requested, inflight or completed."""
+
     REQUESTED = "REQUESTED"
     INFLIGHT = "INFLIGHT"
     COMPLETED = "COMPLETED"
 
 
 class Action(StrEnum):
+    """The timeline actions the readers know (``HoodieTimeline``'s action names)."""
+
     COMMIT = "commit"
     DELTA_COMMIT = "deltacommit"
     REPLACE_COMMIT = "replacecommit"
@@ -86,10 +90,12 @@ class Instant:
 
     @property
     def is_completed(self) -> bool:
+        """Whether the instant is completed."""
         return self.state is InstantState.COMPLETED
 
     @property
     def writes_data(self) -> bool:
+        """Whether the action writes data files (commit, deltacommit, replacecommit), in any state."""
         return self.action in WRITE_ACTIONS
 
 
@@ -139,6 +145,7 @@ class Timeline:
 
     @classmethod
     def from_files(cls, files: Iterable[InstantFile]) -> Timeline:
+        """The timeline of parsed instant files: each instant in the most advanced state a file records."""
         best: dict[str, InstantFile] = {}
         for file in files:
             current = best.get(file.requested_time)
@@ -156,9 +163,11 @@ class Timeline:
         return len(self.instants)
 
     def completed(self) -> Timeline:
+        """The completed instants."""
         return Timeline(tuple(i for i in self.instants if i.is_completed))
 
     def pending(self) -> Timeline:
+        """The requested and inflight instants."""
         return Timeline(tuple(i for i in self.instants if not i.is_completed))
 
     def write_commits(self) -> Timeline:
@@ -166,9 +175,11 @@ class Timeline:
         return Timeline(tuple(i for i in self.instants if i.is_completed and i.writes_data))
 
     def last(self) -> Instant | None:
+        """The instant requested last, or None for an empty timeline."""
         return self.instants[-1] if self.instants else None
 
     def first(self) -> Instant | None:
+        """The instant requested first, or None for an empty timeline."""
         return self.instants[0] if self.instants else None
 
     def find(self, requested_time: str) -> Instant:

@@ -34,6 +34,8 @@ CLAIMS_DIRECTORY = ".hoodie/.aux/reverse_stream"
 
 
 def validate_stream_name(name: str) -> str:
+    """``name``, if it can name a stream (1-64 letters, digits, ``_``, ``-`` or ``.``, starting alphanumeric):
+    it becomes a directory of the table's ``.hoodie/.aux``; ValueError otherwise."""
     if not isinstance(name, str) or not _STREAM_NAME.fullmatch(name):
         raise ValueError(f"stream name {name!r} must be 1-64 letters, digits, '_', '-' or '.', starting alphanumeric")
     return name
@@ -61,10 +63,12 @@ class Checkpoint:
         return Instant(self.end_requested_time, Action.COMMIT, InstantState.COMPLETED, self.end_completion_time)
 
     def to_json(self) -> str:
+        """The checkpoint as its claim file and its ``reversecommit`` instant hold it."""
         return json.dumps({"reverseStreamCheckpoint": asdict(self)}, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, *, where: str) -> Checkpoint:
+        """The checkpoint :meth:`to_json` wrote; HudiConnectError naming ``where`` if ``text`` is not one."""
         try:
             fields = json.loads(text)["reverseStreamCheckpoint"]
             fields["sinks"] = tuple(fields["sinks"])
@@ -74,6 +78,8 @@ class Checkpoint:
 
     def successor(self, kind: CheckpointKind, end: Instant | None, *, begin: str | None = None, records: int = 0,
                   sinks: tuple[str, ...] = ()) -> Checkpoint:
+        """The next checkpoint of the chain (sequence + 1), standing at ``end`` (None: nothing sent, as after
+        a reset); it is recorded only by :meth:`CheckpointStore.advance`."""
         return Checkpoint(self.stream, self.sequence + 1, kind, end.requested_time if end else None,
                           end.completion_time if end else None, begin, records, sinks)
 
@@ -84,6 +90,7 @@ def origin(stream: str) -> Checkpoint:
 
 
 def claim_name(sequence: int) -> str:
+    """The claim file of checkpoint ``sequence``, zero-padded so that names sort in sequence order."""
     return f"{sequence:010d}.json"
 
 

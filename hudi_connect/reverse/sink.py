@@ -26,6 +26,11 @@ class BatchContext:
 
 
 class Sink(Protocol):
+    """Where a reverse stream (RFC-70) sends its batches: :class:`~hudi_connect.reverse.FileSink`,
+    :class:`~hudi_connect.reverse.KafkaSink`, :class:`~hudi_connect.reverse.PostgresSink`, or any object with
+    these three methods. A sink may also define ``on_session(spark)``, returning itself on a new session,
+    for streams that reconnect after a lost server."""
+
     def describe(self) -> str:
         """Where the sink writes, without credentials: recorded in checkpoints and shown on the CLI."""
         ...

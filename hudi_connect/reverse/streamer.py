@@ -85,6 +85,7 @@ class BatchResult:
 
     @property
     def sent(self) -> bool:
+        """Whether the run sent a batch (and recorded its checkpoint)."""
         return self.checkpoint is not None
 
 
@@ -92,7 +93,19 @@ Progress = Callable[[str], None]
 
 
 class ReverseStream:
-    """One named stream of one table to one or more sinks."""
+    """One named stream of one table to one or more sinks.
+
+    RFC-70's reverse streamer: the table in full at the first batch, then the changes of the commits
+    completed since (``changes`` mode: every change; ``latest``: each key's last change per batch), written
+    to every sink before the stream's checkpoint moves on the table's timeline (``reversecommit`` instants).
+
+    Example::
+
+        stream = ReverseStream(spark, "s3a://lake/trips", "trips-export",
+                               [FileSink(spark, "s3a://lake/exports/trips", "parquet")])
+        result = stream.run_once()            # BatchResult: the checkpoint it recorded, or None
+        stream.checkpoint().end_completion_time
+    """
 
     @over_connect("opening a reverse stream")
     def __init__(self, spark: SparkSession, base_path: str, name: str, sinks: Sequence[Sink], *,

@@ -103,6 +103,7 @@ class _ListedFile:
 
 
 def conjunction(predicates: Sequence[Expression]) -> Expression | None:
+    """The predicates joined by ``And`` (None for none: nothing to prune by)."""
     return reduce(And, predicates) if predicates else None
 
 
@@ -118,7 +119,19 @@ def _stats_comparable(state: TableState, props: TableProperties, columns: Sequen
 
 
 class FileIndex:
-    """Lazy listings of one table's file slices."""
+    """Lazy listings of one table's file slices.
+
+    RFC-64's Table Spec API ``FileIndex``: the file slices a reader should read at an instant
+    (:meth:`list_files_at`) or for Hudi's incremental range (:meth:`list_files_between`), one
+    :class:`~hudi_connect.spec.PartitionSnapshot` per partition, pruned by partition values and by column
+    statistics (the metadata table's ``column_stats``, else Parquet footers).
+
+    Example::
+
+        index = FileIndex(spark, "s3a://lake/trips")
+        for snapshot in index.list_files_at(predicates=[col("city") == "paris"]):
+            print(snapshot.partition, len(snapshot.file_slices))
+    """
 
     def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None, *,
                  use_metadata: bool = True) -> None:
@@ -138,6 +151,8 @@ class FileIndex:
 
     @property
     def partial_updates(self) -> bool:
+        """Whether a newer record's null fields keep the older values (partial update mode
+        ``IGNORE_DEFAULTS``, on version 9 tables)."""
         return partial_updates(self.view.properties)[0]
 
     def _metadata_has(self, partition: str) -> bool:
@@ -180,6 +195,7 @@ class FileIndex:
         return TableState(timeline, metadata, TableDefinition.of(self._base_path, props, schema), files)
 
     def definition(self) -> TableDefinition:
+        """RFC-64's table definition: identity, layout and the latest record schema."""
         return self.state(with_files=False).definition
 
     def partition_filter(self, schema: pa.Schema, predicate: Expression | None) -> PartitionFilter:

@@ -36,6 +36,20 @@ from hudi_connect.format.table_features import check_readable
 
 
 class RecordIndex:
+    """Record key lookups in the metadata table's ``record_index`` partition, without Hudi's jars.
+
+    Mirrors Hudi's record-level index (index type ``RECORD_INDEX``): :meth:`tag` maps each key to the
+    partition and file group holding it, as Hudi's index tags records with their locations, read from the
+    metadata table only once it has caught up with the data table. Refused
+    (:class:`~hudi_connect.errors.UnsupportedOperationError`) on tables written without
+    ``hoodie.metadata.record.index.enable``.
+
+    Example::
+
+        index = RecordIndex(spark, "s3a://lake/trips")
+        index.tag(["TXN-001", "TXN-404"])  # {'TXN-001': RecordLocation(...), 'TXN-404': None}
+    """
+
     @over_connect("opening the record index")
     def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None) -> None:
         self._spark = ensure_bounded(spark)

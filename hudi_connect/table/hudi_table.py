@@ -78,7 +78,19 @@ def _first_line(error: BaseException) -> str:
 
 
 class HudiTable:
-    """One Hudi table, addressed by its base path on the server's storage."""
+    """One Hudi table, addressed by its base path on the server's storage.
+
+    The Python face of Hudi's Spark datasource and SQL procedures on a server with Hudi's bundle: writes
+    (Hudi's write operations: insert, upsert, delete...) each return the instant they committed, table
+    services (compaction, clustering, cleaning) and recovery run as Hudi procedures, and Hudi's own query
+    types (snapshot, read-optimized, time travel, incremental, CDC) return DataFrames.
+
+    Example::
+
+        table = HudiTable.open(spark, "s3a://lake/trips")
+        instant = table.upsert(updates_df)
+        table.as_of(instant).show()
+    """
 
     def __init__(
         self,
@@ -110,6 +122,7 @@ class HudiTable:
     @classmethod
     @over_connect("looking for a table")
     def exists(cls, spark: SparkSession, path: str) -> bool:
+        """Whether a Hudi table is at ``path``: its ``.hoodie/hoodie.properties`` exists."""
         return remote_files.read_file(spark, f"{path.rstrip('/')}/.hoodie/hoodie.properties") is not None
 
     @classmethod
@@ -165,14 +178,17 @@ class HudiTable:
 
     @property
     def spark(self) -> SparkSession:
+        """The Spark Connect session every operation runs through."""
         return self._spark
 
     @property
     def base_path(self) -> str:
+        """The table's base path on the server's storage, without a trailing slash."""
         return self._base_path
 
     @property
     def properties(self) -> TableProperties:
+        """The table's ``hoodie.properties`` as last read (:meth:`refresh` reads them again)."""
         return self._properties
 
     @over_connect("reading hoodie.properties")
@@ -236,6 +252,8 @@ class HudiTable:
         return self._write(df, WriteOperation.INSERT, extra_options=options)
 
     def bulk_insert(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:
+        """Insert new records like :meth:`insert`, through Hudi's ``bulk_insert``: a sort-based writer for large
+        (initial) loads, which sizes files only on a best-effort basis."""
         return self._write(df, WriteOperation.BULK_INSERT, extra_options=options)
 
     def upsert(self, df: DataFrame, *, options: dict[str, str] | None = None) -> Instant:

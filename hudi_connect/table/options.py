@@ -18,6 +18,8 @@ NON_PARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
 
 
 class WriteOperation(StrEnum):
+    """Hudi's write operations (``hoodie.datasource.write.operation``, Hudi's ``WriteOperationType``)."""
+
     INSERT = "insert"
     BULK_INSERT = "bulk_insert"
     UPSERT = "upsert"
@@ -43,6 +45,8 @@ class TableSpec:
 
 
 def key_generator(record_key: Sequence[str], partition_by: Sequence[str]) -> str:
+    """Hudi's key generator class for a new table: non-partitioned, simple (one key, one partition field) or
+    complex (several of either)."""
     if not partition_by:
         return NON_PARTITIONED_KEYGEN
     if len(record_key) > 1 or len(partition_by) > 1:
@@ -113,6 +117,7 @@ def table_write_options(props: TableProperties) -> dict[str, str]:
 
 
 def operation_options(operation: WriteOperation, partitions_to_delete: Sequence[str] = ()) -> dict[str, str]:
+    """The options selecting a write operation (with the partitions ``delete_partition`` drops)."""
     options = {"hoodie.datasource.write.operation": operation.value}
     if operation is WriteOperation.DELETE_PARTITION:
         options["hoodie.datasource.write.partitions.to.delete"] = ",".join(partitions_to_delete)
@@ -122,10 +127,12 @@ def operation_options(operation: WriteOperation, partitions_to_delete: Sequence[
 # --- reads -----------------------------------------------------------------------------
 
 def snapshot_options() -> dict[str, str]:
+    """Hudi's snapshot query: the latest state of every record."""
     return {"hoodie.datasource.query.type": "snapshot"}
 
 
 def read_optimized_options() -> dict[str, str]:
+    """Hudi's read-optimized query: base files only (on MOR tables, the state as of the last compaction)."""
     return {"hoodie.datasource.query.type": "read_optimized"}
 
 

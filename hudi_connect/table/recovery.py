@@ -47,6 +47,7 @@ class RecoveryReport:
 
     @property
     def changed(self) -> bool:
+        """Whether recovery rolled back or completed any instant."""
         return bool(self.rolled_back or self.completed)
 
     def __str__(self) -> str:

@@ -28,6 +28,8 @@ def new_write_id(now: datetime | None = None) -> str:
 
 
 class WriteState(enum.Enum):
+    """Whether a write committed, as the timeline tells (:class:`WriteOutcome`)."""
+
     COMMITTED = "committed"
     PENDING = "pending"  # not committed; the timeline has pending writes, one of which may be it
     NOT_COMMITTED = "not committed"

@@ -75,6 +75,7 @@ class Location:
 
 
 def supported_schemes() -> list[str]:
+    """The URI schemes a storage client here handles, sorted, for the errors that refuse another."""
     return sorted(scheme for scheme in SCHEMES if scheme)
 
 
@@ -101,7 +102,8 @@ def location_of(uri: str) -> Location:
 class StorageClient(Protocol):
     """What each storage's module provides (``s3``, ``gcs``, ``azure``, ``hdfs``, ``local``)."""
 
-    def filesystem(self, location: Location) -> pafs.FileSystem: ...
+    def filesystem(self, location: Location) -> pafs.FileSystem:
+        """pyarrow's file system for the location's storage, with the worker's settings and credentials."""
 
     def read(self, location: Location) -> bytes:
         """The whole file, in as few requests as the storage allows."""
@@ -114,6 +116,7 @@ class StorageClient(Protocol):
 
 
 def client_of(location: Location) -> StorageClient:
+    """The module of this package that serves the location's storage kind (imported on first use)."""
     return cast(StorageClient, importlib.import_module(f"hudi_connect.executor.storage.{location.kind}"))
 
 
@@ -175,6 +178,7 @@ def copy(source_uri: str, target_uri: str) -> None:
 
 
 def join(base_uri: str, *parts: str) -> str:
+    """``base_uri`` with ``parts`` appended, one slash between each (empty parts skipped)."""
     return "/".join([base_uri.rstrip("/"), *(p.strip("/") for p in parts if p)])
 
 

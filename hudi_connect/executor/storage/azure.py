@@ -76,10 +76,12 @@ def _filesystem(account: AzureAccount) -> pafs.FileSystem:
 
 
 def filesystem(location: Location) -> pafs.FileSystem:
+    """pyarrow's Azure file system for the account of the location's host (one kept per account)."""
     return _filesystem(account_of(location.authority))
 
 
 def read(location: Location) -> bytes:
+    """The whole blob, in one GET."""
     return read_stream(location)
 
 

@@ -41,14 +41,17 @@ def _filesystem(emulator: str | None) -> pafs.GcsFileSystem:
 
 
 def filesystem(location: Location) -> pafs.GcsFileSystem:
+    """pyarrow's GCS file system, at the emulator where ``STORAGE_EMULATOR_HOST`` names one."""
     return _filesystem(emulator_url())
 
 
 def read(location: Location) -> bytes:
+    """The whole object, in one GET."""
     return read_stream(location)
 
 
 def replace(location: Location, data: bytes) -> None:
+    """One upload of the whole object: readers see the old object until the upload is finalized."""
     put_object(location, data)
 
 

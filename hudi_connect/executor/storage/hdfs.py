@@ -62,6 +62,7 @@ def client(location: Location) -> Any:
 
 
 def filesystem(location: Location) -> pafs.PyFileSystem:
+    """pyarrow's file system over WebHDFS for the location's namenode, raising failures a listing would hide."""
     return pafs.PyFileSystem(_WebHdfsHandler(client(location)))
 
 
@@ -138,6 +139,8 @@ def _rename(webhdfs: Any, source: str, target: str, *, overwrite: bool) -> None:
 
 
 def create_exclusive(location: Location, data: bytes) -> bool:
+    """Write ``data`` aside, then RENAME it into place without overwriting: the namenode lets one writer
+    win; whether this one did."""
     webhdfs = client(location)
     temporary = _written_aside(webhdfs, location.path, data)
     try:
@@ -153,6 +156,7 @@ def create_exclusive(location: Location, data: bytes) -> bool:
 
 
 def replace(location: Location, data: bytes) -> None:
+    """Write ``data`` aside, then RENAME it over the file (atomic on the namenode): readers see old or new."""
     webhdfs = client(location)
     temporary = _written_aside(webhdfs, location.path, data)
     try:

@@ -10,10 +10,12 @@ from hudi_connect.executor.storage import Location, aside, read_stream
 
 
 def filesystem(location: Location) -> pafs.LocalFileSystem:
+    """pyarrow's local file system (the same for every location)."""
     return pafs.LocalFileSystem()
 
 
 def read(location: Location) -> bytes:
+    """The whole file, through pyarrow's input stream."""
     return read_stream(location)
 
 
@@ -28,6 +30,8 @@ def _written_aside(path: str, data: bytes) -> str:
 
 
 def create_exclusive(location: Location, data: bytes) -> bool:
+    """Write ``data`` aside, then hard-link it into place: ``os.link`` fails where the name exists, so one
+    writer wins; whether this one did."""
     temporary = _written_aside(location.path, data)
     try:
         os.link(temporary, location.path)  # atomic, and fails when the name exists
@@ -39,4 +43,5 @@ def create_exclusive(location: Location, data: bytes) -> bool:
 
 
 def replace(location: Location, data: bytes) -> None:
+    """Write ``data`` aside (synced), then ``os.replace`` it into place: readers see the old file or the new."""
     os.replace(_written_aside(location.path, data), location.path)

@@ -36,6 +36,8 @@ class S3Settings:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> S3Settings:
+        """The settings in ``env`` (the worker's environment by default); ValueError for an unknown
+        ``AWS_S3_ADDRESSING_STYLE``."""
         env = os.environ if env is None else env
         style = env.get("AWS_S3_ADDRESSING_STYLE", "auto").lower()
         if style not in ("auto", "virtual", "path"):
@@ -95,14 +97,17 @@ def _filesystem(bucket: str, settings: S3Settings) -> pafs.S3FileSystem:
 
 
 def filesystem(location: Location) -> pafs.S3FileSystem:
+    """pyarrow's S3 file system for the location's bucket, in its region (one kept per region and settings)."""
     return _filesystem(location.authority, S3Settings.from_environment())
 
 
 def read(location: Location) -> bytes:
+    """The whole object, in one GET."""
     return read_stream(location)
 
 
 def replace(location: Location, data: bytes) -> None:
+    """One PUT (or multipart upload) of the whole object: readers see the old object until it completes."""
     put_object(location, data)
 
 

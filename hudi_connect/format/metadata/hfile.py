@@ -89,6 +89,7 @@ class HFile:
 
     @property
     def entry_count(self) -> int:
+        """The number of cells in the file, from the trailer's ``entryCount``."""
         return self.trailer.entry_count
 
     @property

@@ -102,20 +102,24 @@ class Cursor:
         self.data, self.position, self.limit, self.where = data, position, limit, where
 
     def error(self, what: str) -> HFileDecodeError:
+        """An HFileDecodeError saying ``what`` went wrong, prefixed with the file."""
         return HFileDecodeError(f"{self.where}: {what}")
 
     def need(self, count: int, what: str) -> None:
+        """Raise HFileDecodeError unless ``count`` bytes are left before ``limit`` for reading ``what``."""
         if count < 0 or count > self.limit - self.position:
             raise self.error(f"{what} needs {count} bytes but only {self.limit - self.position} are left "
                              f"(at byte {self.position}); the file is truncated or corrupt")
 
     def unpack(self, layout: struct.Struct, what: str) -> tuple[int, ...]:
+        """Read the integers of ``layout`` at the position and move past them."""
         self.need(layout.size, what)
         values = layout.unpack_from(self.data, self.position)
         self.position += layout.size
         return tuple(int(value) for value in values)
 
     def take(self, count: int, what: str) -> bytes:
+        """Read ``count`` bytes at the position and move past them."""
         self.need(count, what)
         start = self.position
         self.position += count

@@ -40,6 +40,7 @@ _BATCH_DIRECTORY = re.compile(r"^(?P<sequence>\d{10})_(?P<begin>full|\d{14,17})_
 
 
 def batch_directory(context: BatchContext) -> str:
+    """The batch's directory name under the root: ``<sequence>_<begin or 'full'>_<end>`` (completion times)."""
     return f"{context.sequence:010d}_{context.begin_completion_time or 'full'}_{context.end_completion_time}"
 
 
@@ -51,6 +52,18 @@ def flat_rows(batch: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class FileSink:
+    """A reverse-stream (RFC-70) sink writing each batch as one directory of Parquet or JSON under ``root``.
+
+    Exactly once: a batch's directory is published by a fenced claim, and a range a dead run claimed is
+    sent again whole (:meth:`published_end`). Replaying the directories in sequence order rebuilds the table.
+
+    Example::
+
+        sink = FileSink(spark, "s3a://lake/exports/trips", "json")
+        ReverseStream(spark, "s3a://lake/trips", "trips-export", [sink]).run_once()
+        sink.read_published().show()
+    """
+
     spark: SparkSession
     root: str
     format: FileFormat = "parquet"
@@ -61,6 +74,7 @@ class FileSink:
         object.__setattr__(self, "root", self.root.rstrip("/"))
 
     def describe(self) -> str:
+        """The root and format (for checkpoints and the CLI)."""
         return f"{self.root} ({self.format})"
 
     def on_session(self, spark: SparkSession) -> FileSink:
@@ -75,11 +89,16 @@ class FileSink:
         return f"{self.root}/_published/{sequence:010d}"
 
     def published_end(self, sequence: int) -> str | None:
+        """The end (completion time) of the range claimed for batch ``sequence`` under ``_published/``, if a
+        run claimed it: the streamer then sends that same range again."""
         claimed = run_storage_ops(self.spark, [StorageOp("get", self._claim(sequence))])[0]
         match = _BATCH_DIRECTORY.match(claimed.text.strip() + "/") if claimed.ok else None
         return match["end"] if match else None
 
     def write(self, batch: DataFrame, context: BatchContext) -> None:
+        """Write the batch as flat rows in commit order into a staging directory, claim its sequence, then
+        copy its one data file into the batch's directory and mark it ``_SUCCESS``. SinkError when another
+        run published this sequence for another range."""
         target = batch_directory(context)
         staging = f"{self.root}/_staging/{target}_{uuid.uuid4().hex[:12]}"
         rows = flat_rows(batch).repartition(1).sortWithinPartitions("completion_time", "commit_time", "record_key",

@@ -31,6 +31,17 @@ PRODUCER_DEFAULTS = {"kafka.acks": "all", "kafka.enable.idempotence": "true",
 
 @dataclass(frozen=True)
 class KafkaSink:
+    """A reverse-stream (RFC-70) sink sending one Kafka record per change, keyed by the record key.
+
+    Written through Spark's Kafka sink (``spark-sql-kafka`` on the server) with an idempotent producer; a
+    key's records stay in commit order. At least once: a retried batch may repeat records.
+
+    Example::
+
+        sink = KafkaSink("broker:9092", "trips", "debezium", tombstones=True)
+        ReverseStream(spark, "s3a://lake/trips", "trips-to-kafka", [sink]).run_once()
+    """
+
     bootstrap_servers: str
     topic: str
     format: KafkaFormat = "json"
@@ -46,9 +57,11 @@ class KafkaSink:
             raise ValueError(f"Kafka producer options must start with 'kafka.': {sorted(bad)}")
 
     def describe(self) -> str:
+        """The brokers, topic and format (never the producer options, which may hold credentials)."""
         return f"kafka://{self.bootstrap_servers}/{self.topic} ({self.format})"
 
     def published_end(self, sequence: int) -> str | None:
+        """Always None: Kafka keeps no record of which batch it received."""
         return None  # Kafka keeps no batch identity: a retried batch is sent again (at least once)
 
     def records(self, batch: DataFrame, context: BatchContext) -> DataFrame:
@@ -77,6 +90,7 @@ class KafkaSink:
         return ordered.select(key, F.explode(values).alias("value"), headers.alias("headers"))
 
     def write(self, batch: DataFrame, context: BatchContext) -> None:
+        """Send the batch's :meth:`records` to the topic; SinkError if Spark's Kafka write fails."""
         rows = self.records(batch, context)
         options = PRODUCER_DEFAULTS | dict(self.options) | {"kafka.bootstrap.servers": self.bootstrap_servers,
                                                             "topic": self.topic}

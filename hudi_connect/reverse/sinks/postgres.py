@@ -49,6 +49,18 @@ def postgres_type(data_type: T.DataType) -> str:
 
 @dataclass(frozen=True)
 class PostgresSink:
+    """A reverse-stream (RFC-70) sink keeping a PostgreSQL table equal to the Hudi table by primary key.
+
+    Each batch, reduced to every key's last change, is applied in one transaction (upserts and deletes),
+    fenced so that a late write never puts older images over newer ones: exactly once. ``dsn`` is
+    ``postgresql://user:password@host:port/database``; its password is never shown.
+
+    Example::
+
+        sink = PostgresSink("postgresql://app:secret@db:5432/serving", "trips")
+        ReverseStream(spark, "s3a://lake/trips", "trips-to-postgres", [sink]).run_once()
+    """
+
     dsn: str = field(repr=False)
     table: str
     key_columns: tuple[str, ...] = ()  # default: the Hudi table's record key fields
@@ -58,16 +70,21 @@ class PostgresSink:
 
     @property
     def connection(self) -> Connection:
+        """The DSN's parts: host, port, database, user and password."""
         return self._connection  # type: ignore[attr-defined,no-any-return]
 
     def describe(self) -> str:
+        """The server, database and table, without user or password."""
         c = self.connection
         return f"postgresql://{c.host}:{c.port}/{c.database}/{self.table}"
 
     def published_end(self, sequence: int) -> str | None:
+        """Always None: applying a batch again changes nothing, so no range needs to be sent as it was."""
         return None  # applying a batch again is a no-op, so any range may be re-sent
 
     def write(self, batch: DataFrame, context: BatchContext) -> None:
+        """Apply every key's last change of the batch to the table in one transaction (created on first use,
+        keyed by ``key_columns`` or the record key fields); SinkError, the batch rolled back, if it fails."""
         image = batch.schema["after"].dataType
         assert isinstance(image, T.StructType)
         keys = self.key_columns or tuple(context.record_key_fields)
