@@ -26,6 +26,7 @@ from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError, UnsupportedOperationError
+from hudi_connect.executor.contracts import SLICES, SliceRow
 from hudi_connect.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.executor.storage import join
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
@@ -58,8 +59,6 @@ from hudi_connect.format.timeline import Instant, Timeline, range_time, validate
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.spark_columns import all_of
 
-SLICES_SCHEMA = pa.schema([("partition", pa.string()), ("file_id", pa.string()), ("base_file", pa.string()),
-                           ("log_files", pa.list_(pa.string()))])
 IS_DELETED = "_hoodie_is_deleted"
 COMMIT_TIME = "_hoodie_commit_time"
 
@@ -209,12 +208,12 @@ class TableReader:
                 commit_times=plan.commit_times,
                 column_renames=plan.column_renames,
             )
-            rows = [(s.partition, s.file_id, s.base_file.name if s.base_file else None, [f.name for f in s.log_files])
-                    for s in merged]
+            rows = [SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
+                             [f.name for f in s.log_files]) for s in merged]
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
             # and tens of milliseconds each (a third of a 100k-row read's time)
-            slices_df = task_rows(self._spark, rows, SLICES_SCHEMA)
-            parts.append(map_task_rows(slices_df, SLICES_SCHEMA, partial(read_file_slices, config), plan.schema))
+            slices_df = task_rows(self._spark, rows, SLICES.schema)
+            parts.append(map_task_rows(slices_df, SLICES.schema, partial(read_file_slices, config), plan.schema))
         if not parts:
             return self._spark.createDataFrame([], plan.schema)
         df = reduce(lambda a, b: a.unionByName(b), parts)

@@ -12,7 +12,7 @@ import pytest
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.listing import PartitionFilter
-from hudi_connect.executor.slices import SliceReadConfig, _record_keys, refuse_unsupported_block
+from hudi_connect.executor.slices import SliceReadConfig, record_keys, refuse_unsupported_block
 from hudi_connect.format.commit_metadata import CommitMetadata
 from hudi_connect.format.expressions import col
 from hudi_connect.format.fs_view import StoredFile, parse_data_file
@@ -192,11 +192,11 @@ def test_record_key_encoding() -> None:
 def test_keys_built_from_data_spell_nulls_and_empties_as_hudi_does() -> None:
     table = pa.table({"a": pa.array([1, None, 3]), "b": pa.array(["x", "y", ""])})
     config = SliceReadConfig("file:///t", table.schema, ("a", "b"), None, True, frozenset())
-    assert _record_keys(table, config).to_pylist() == ["a:1,b:x", "a:__null__,b:y", "a:3,b:__empty__"]
+    assert record_keys(table, config).to_pylist() == ["a:1,b:x", "a:__null__,b:y", "a:3,b:__empty__"]
     one = SliceReadConfig("file:///t", table.schema, ("a",), None, True, frozenset(), field_prefixed_keys=True)
-    assert _record_keys(table, one).to_pylist() == ["a:1", "a:__null__", "a:3"]
+    assert record_keys(table, one).to_pylist() == ["a:1", "a:__null__", "a:3"]
     bare = SliceReadConfig("file:///t", table.schema, ("a",), None, True, frozenset())
-    assert _record_keys(table, bare).to_pylist() == ["1", None, "3"]
+    assert record_keys(table, bare).to_pylist() == ["1", None, "3"]
 
 
 @pytest.mark.parametrize(("name", "feature"), [

@@ -190,7 +190,7 @@ def _aligned(image: Column, written: dict[str, str], image_type: StructType) -> 
 
 
 def _record_key(image: Column, key_fields: tuple[str, ...], field_prefixed: bool) -> Column:
-    """The record key of an image as the key generator renders it (``_record_keys`` on the worker side)."""
+    """The record key of an image as the key generator renders it (``record_keys`` on the worker side)."""
     if len(key_fields) == 1 and not field_prefixed:
         return image[key_fields[0]].cast("string")
     parts = []

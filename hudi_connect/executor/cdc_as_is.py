@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from hudi_connect.errors import LogDecodeError
 from hudi_connect.executor.refusals import worker_body
-from hudi_connect.executor.slices import SliceReadConfig, _record_keys
+from hudi_connect.executor.slices import SliceReadConfig, record_keys
 from hudi_connect.executor.storage import join, read_bytes
 from hudi_connect.format.log.blocks import data_block_record_bytes, data_block_records
 from hudi_connect.format.log.format import LogBlock, LogBlockType, read_log_blocks
@@ -107,7 +107,7 @@ def aligned_images(values: pa.StructArray, image_type: pa.StructType) -> pa.Stru
 def image_keys(images: pa.StructArray, config: SliceReadConfig) -> pa.Array:
     """The record keys of data-only images (null where the image is)."""
     flat = dict(zip((f.name for f in images.type), images.flatten(), strict=True))
-    keys = _record_keys(pa.table({name: flat[name] for name in config.record_key_fields}), config)
+    keys = record_keys(pa.table({name: flat[name] for name in config.record_key_fields}), config)
     # a null image has no key (field-prefixed keys would otherwise render its nulls as "f:__null__")
     return pc.if_else(images.is_valid(), keys, pa.scalar(None, keys.type))
 

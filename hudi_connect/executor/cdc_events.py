@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from hudi_connect.executor.cdc_as_is import aligned_images, before_after_events, before_only_events, cdc_records
 from hudi_connect.executor.refusals import worker_body
-from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, _record_keys, read_slice
+from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, read_slice, record_keys
 from hudi_connect.format.schema_evolution import align
 
 _NAMES = pa.list_(pa.string())
@@ -95,7 +95,7 @@ def as_is_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch
     else:
         after = _state(config, row, "after")
         ops, keys, befores, afters = before_only_events(records, images(after, config.output_schema),
-                                                        _record_keys(after, config))
+                                                        record_keys(after, config))
     return _batch(config, row, ops, keys, aligned_images(befores, image_type), aligned_images(afters, image_type))
 
 
@@ -105,7 +105,7 @@ def split_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch
         return as_is_events(config, row)
     schema = config.output_schema
     before, after = _state(config, row, "before"), _state(config, row, "after")
-    before_keys, after_keys = _record_keys(before, config), _record_keys(after, config)
+    before_keys, after_keys = record_keys(before, config), record_keys(after, config)
     if COMMIT_TIME_COLUMN in after.column_names:
         written = pc.equal(after[COMMIT_TIME_COLUMN], row["instant"])
     else:  # no meta fields: a record the commit wrote is one that changed

@@ -15,15 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_connect.executor.contracts import MATCHES, FileMatch
 from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import listing_batch
 from hudi_connect.executor.storage import data_files, filesystem_for, join, storage_access
 from hudi_connect.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.format.spec_models import PartitionDescriptor
-
-LISTING_DDL = "partition string, name string, size long"
-MATCH_DDL = "partition string, name string, may_match boolean"
-MATCH_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("may_match", pa.bool_())])
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,4 @@ def match_by_footer(config: StatsConfig, batches: Iterable[pa.RecordBatch]) -> I
             partitions.append(row["partition"])
             names.append(row["name"])
             matches.append(stats_may_match(config.predicate, ranges))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(partitions, pa.string()), pa.array(names, pa.string()), pa.array(matches, pa.bool_())],
-            schema=MATCH_SCHEMA,
-        )
+        yield MATCHES.batch(FileMatch(*row) for row in zip(partitions, names, matches, strict=True))

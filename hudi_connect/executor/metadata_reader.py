@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hudi_connect.executor.listing import MATCH_SCHEMA, PartitionFilter, list_storage
+from hudi_connect.executor.contracts import LOCATIONS, MATCHES, FileMatch, RecordLocation
+from hudi_connect.executor.listing import PartitionFilter, list_storage
 from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import listing_batch
 from hudi_connect.executor.storage import join, list_directory, read_many
@@ -45,10 +46,7 @@ from hudi_connect.format.timeline import Action, Timeline, parse_instant_file_na
 METADATA_DIR = ".hoodie/metadata"
 # data-table actions that write a metadata deltacommit of the same instant time
 TRACKED_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK})
-LOCATION_SCHEMA = pa.schema([("record_key", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
-                             ("instant_millis", pa.int64())])
 KEYS_SCHEMA = pa.schema([("record_key", pa.string())])  # the input of locate
-LOCATION_DDL = "record_key string, partition string, file_id string, instant_millis long"
 
 
 @dataclass(frozen=True)
@@ -211,9 +209,8 @@ def match_by_metadata_stats(source: MetadataSource, predicate: Expression, colum
                 for name, ranges in _ranges(column_stats(merged), columns).items():
                     names.append(name)
                     matches.append(stats_may_match(predicate, ranges))
-            yield pa.RecordBatch.from_arrays(
-                [pa.nulls(len(names), pa.string()), pa.array(names, pa.string()), pa.array(matches, pa.bool_())],
-                schema=MATCH_SCHEMA)
+            # no partition: the client joins the matches on the (unique) file name
+            yield MATCHES.batch(FileMatch(None, name, match) for name, match in zip(names, matches, strict=True))
 
 
 @worker_body
@@ -235,8 +232,5 @@ def locate(source: MetadataSource, batches: Iterable[pa.RecordBatch]) -> Iterato
         for file_id, group_keys in wanted.items():
             if file_id in groups:
                 found.update(record_locations(merge_entries(slice_entries(source, groups[file_id], valid, group_keys))))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(list(found), pa.string()), pa.array([v.partition for v in found.values()], pa.string()),
-             pa.array([v.file_id for v in found.values()], pa.string()),
-             pa.array([v.instant_millis for v in found.values()], pa.int64())],
-            schema=LOCATION_SCHEMA)
+        yield LOCATIONS.batch(RecordLocation(key, v.partition, v.file_id, v.instant_millis)
+                              for key, v in found.items())

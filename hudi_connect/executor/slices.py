@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_connect.errors import UnsupportedTableFeatureError
 from hudi_connect.executor.base_files import read_base_file
+from hudi_connect.executor.contracts import LISTING, SLICES, ListedFile
 from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.storage import data_files, join, read_bytes
 from hudi_connect.format.fs_view import BlockValidity, base_file_instant
@@ -26,24 +28,15 @@ from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType, re
 from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
 from hudi_connect.format.schema_evolution import align
 
-LISTING_SCHEMA = pa.schema([("partition", pa.string()), ("name", pa.string()), ("size", pa.int64())])
-SLICE_SCHEMA = pa.schema([
-    ("partition", pa.string()), ("file_id", pa.string()), ("base_file", pa.string()),
-    ("log_files", pa.list_(pa.string())),
-])
 RECORD_KEY_COLUMN = "_hoodie_record_key"
 COMMIT_TIME_COLUMN = "_hoodie_commit_time"
 IS_DELETED_COLUMN = "_hoodie_is_deleted"
 
 
-def listing_batch(rows: list[tuple[str, str, int]]) -> pa.RecordBatch:
-    """(partition, name, size) rows as one batch of :data:`LISTING_SCHEMA`, sorted by partition and name."""
-    rows.sort()
-    return pa.RecordBatch.from_arrays(
-        [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
-         pa.array([r[2] for r in rows], pa.int64())],
-        schema=LISTING_SCHEMA,
-    )
+def listing_batch(rows: Iterable[tuple[str, str, int]]) -> pa.RecordBatch:
+    """(partition, name, size) rows as one batch of the :data:`~hudi_connect.executor.contracts.LISTING`
+    contract, sorted by partition and name."""
+    return LISTING.batch(cast(list[ListedFile], sorted(rows)))  # plain tuples: no NamedTuple per file
 
 
 BASE_URI_SCHEMA = pa.schema([("base_uri", pa.string())])  # the input of a task listing a table's files
@@ -74,7 +67,9 @@ class SliceReadConfig:
     column_renames: ColumnRenames = ()  # schema on read: each version's file columns by their read names
 
 
-def _record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
+def record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
+    """Each record's key: the ``_hoodie_record_key`` meta column, or on tables without meta fields the key
+    generator's rendering of the key fields (Hudi's ``KeyGenerator``)."""
     if RECORD_KEY_COLUMN in table.column_names:
         return table[RECORD_KEY_COLUMN].combine_chunks()
     if len(config.record_key_fields) == 1 and not config.field_prefixed_keys:
@@ -93,7 +88,7 @@ def _with_merge_columns(table: pa.Table, config: SliceReadConfig, first_seq: int
         table[config.ordering_field] if config.ordering_field else pa.nulls(table.num_rows, ord_type)
     )
     return (
-        table.append_column(KEY, _record_keys(table, config))
+        table.append_column(KEY, record_keys(table, config))
         .append_column(ORD, ordering)
         .append_column(SEQ, pa.array(range(first_seq, first_seq + table.num_rows), pa.int64()))
     )
@@ -220,8 +215,9 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
 
 @worker_body
 def read_file_slices(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: rows of :data:`SLICE_SCHEMA` in, merged records out."""
+    """``mapInArrow`` body: rows of the :data:`~hudi_connect.executor.contracts.SLICES` contract in, merged
+    records out."""
     for batch in batches:
-        for row in batch.to_pylist():
-            merged = read_slice(config, row["partition"], row["base_file"], list(row["log_files"] or ()))
+        for row in SLICES.rows(batch):
+            merged = read_slice(config, row.partition, row.base_file, list(row.log_files or ()))
             yield from merged.to_batches(max_chunksize=65536)

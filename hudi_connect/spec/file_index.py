@@ -30,9 +30,8 @@ from hudi_connect.client.remote_files import MAX_BATCHED_FILES, data_files_op, r
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
+from hudi_connect.executor.contracts import LISTING, MATCHES
 from hudi_connect.executor.listing import (
-    LISTING_DDL,
-    MATCH_DDL,
     PartitionFilter,
     StatsConfig,
     list_storage,
@@ -211,8 +210,8 @@ class FileIndex:
         if self._metadata_has("files"):
             return map_task_rows(self._one_task(), BASE_URI_SCHEMA,
                                  partial(list_through_metadata, self._metadata_source(timeline), keep),
-                                 f"{LISTING_DDL}, source string")
-        storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING_DDL)
+                                 f"{LISTING.ddl}, source string")
+        storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.ddl)
         return storage.withColumn("source", F.lit("storage"))
 
     def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
@@ -238,11 +237,11 @@ class FileIndex:
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)
             matches = map_task_rows(self._one_task(), BASE_URI_SCHEMA,
-                                    partial(match_by_metadata_stats, source, predicate, columns), MATCH_DDL)
+                                    partial(match_by_metadata_stats, source, predicate, columns), MATCHES.ddl)
         else:
             config = StatsConfig(self._base_path, predicate, columns)
             matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
-                       .mapInArrow(partial(match_by_footer, config), MATCH_DDL))
+                       .mapInArrow(partial(match_by_footer, config), MATCHES.ddl))
         # file names are unique in a table (file id, write token, instant)
         joined = (files.join(matches.drop("partition"), ["name"], "left")
                   .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))

@@ -19,9 +19,9 @@ from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.errors import MetadataTableError, UnsupportedOperationError
+from hudi_connect.executor.contracts import LOCATIONS
 from hudi_connect.executor.metadata_reader import (
     KEYS_SCHEMA,
-    LOCATION_DDL,
     METADATA_DIR,
     METADATA_TIMELINE_DIRS,
     DataTimeline,
@@ -68,7 +68,7 @@ class RecordIndex:
             return {}
         source = self._caught_up_source()
         key_rows = task_rows(self._spark, [(k,) for k in wanted], KEYS_SCHEMA).coalesce(1)
-        rows = map_task_rows(key_rows, KEYS_SCHEMA, partial(locate, source), LOCATION_DDL).collect()
+        rows = map_task_rows(key_rows, KEYS_SCHEMA, partial(locate, source), LOCATIONS.ddl).collect()
         found = {r.record_key: RecordLocation(r.partition, r.file_id, r.instant_millis) for r in rows}
         return {key: found.get(key) for key in wanted}
 

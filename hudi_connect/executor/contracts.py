@@ -1,0 +1,106 @@
+"""The rows passed between the client's plans and the workers, each defined once (issue #34).
+
+A contract is a NamedTuple (what one row holds, by name) and the Arrow schema of its columns; the Spark DDL
+string a plan declares for ``mapInArrow`` is derived from that schema, so the client and the workers cannot
+disagree on a column's name, order or type. The client builds rows with the NamedTuple and declares
+``contract.ddl``; a worker reads ``contract.rows(batch)`` and writes ``contract.batch(rows)``.
+
+Example::
+
+    rows = [SliceRow("2024/01/01", "f1-0", "f1-0_0-1-1_001.parquet", [])]
+    batch = SLICES.batch(rows)              # what a task receives
+    assert list(SLICES.rows(batch)) == rows
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import pyarrow as pa
+
+R = TypeVar("R", bound=tuple[Any, ...])
+
+_SPARK_TYPES = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.bool_(): "boolean",
+                pa.binary(): "binary"}
+
+
+def _spark_type(arrow_type: pa.DataType) -> str:
+    if pa.types.is_list(arrow_type):
+        return f"array<{_spark_type(arrow_type.value_type)}>"
+    return _SPARK_TYPES[arrow_type]
+
+
+@dataclass(frozen=True)
+class RowContract(Generic[R]):
+    """One kind of row crossing the client-worker boundary: its NamedTuple and its Arrow schema."""
+
+    row: type[R]
+    schema: pa.Schema
+
+    def __post_init__(self) -> None:
+        fields = getattr(self.row, "_fields", ())
+        if tuple(fields) != tuple(self.schema.names):
+            raise TypeError(f"{self.row.__name__}'s fields {fields} are not the schema's {self.schema.names}")
+
+    @property
+    def ddl(self) -> str:
+        """The Spark DDL of the columns, as ``mapInArrow`` declares its output."""
+        return ", ".join(f"{f.name} {_spark_type(f.type)}" for f in self.schema)
+
+    def batch(self, rows: Iterable[R]) -> pa.RecordBatch:
+        """``rows`` as one Arrow batch of the schema."""
+        columns = list(zip(*rows, strict=True)) or [() for _ in self.schema]
+        return pa.RecordBatch.from_arrays([pa.array(list(values), f.type) for values, f in
+                                           zip(columns, self.schema, strict=True)], schema=self.schema)
+
+    def rows(self, batch: pa.RecordBatch) -> Iterator[R]:
+        """The rows of a batch of the schema (its columns by name, so a batch with more columns reads too)."""
+        columns = [batch.column(name).to_pylist() for name in self.schema.names]
+        return (self.row(*values) for values in zip(*columns, strict=True))
+
+
+class SliceRow(NamedTuple):
+    """A file slice to read: its partition, file group, base file name (None: logs only) and log file names."""
+
+    partition: str
+    file_id: str
+    base_file: str | None
+    log_files: list[str]
+
+
+class ListedFile(NamedTuple):
+    """A data file found by a listing (storage or the metadata table's ``files`` partition)."""
+
+    partition: str
+    name: str
+    size: int
+
+
+class FileMatch(NamedTuple):
+    """Whether a data file may hold rows matching a predicate, by its column statistics (``partition``: None
+    from the metadata table's statistics, which the client joins on the file name alone)."""
+
+    partition: str | None
+    name: str
+    may_match: bool
+
+
+class RecordLocation(NamedTuple):
+    """Where the record index places a record key: its partition and file group, and the instant (millis)."""
+
+    record_key: str
+    partition: str
+    file_id: str
+    instant_millis: int
+
+
+SLICES = RowContract(SliceRow, pa.schema([("partition", pa.string()), ("file_id", pa.string()),
+                                          ("base_file", pa.string()), ("log_files", pa.list_(pa.string()))]))
+LISTING = RowContract(ListedFile, pa.schema([("partition", pa.string()), ("name", pa.string()),
+                                             ("size", pa.int64())]))
+MATCHES = RowContract(FileMatch, pa.schema([("partition", pa.string()), ("name", pa.string()),
+                                            ("may_match", pa.bool_())]))
+LOCATIONS = RowContract(RecordLocation, pa.schema([("record_key", pa.string()), ("partition", pa.string()),
+                                                   ("file_id", pa.string()), ("instant_millis", pa.int64())]))

@@ -1,0 +1,52 @@
+"""The client-worker row contracts (issue #34): each defined once, its DDL derived from its Arrow schema."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pyarrow as pa
+import pytest
+
+from hudi_connect.executor.contracts import (
+    LISTING,
+    LOCATIONS,
+    MATCHES,
+    SLICES,
+    FileMatch,
+    ListedFile,
+    RecordLocation,
+    RowContract,
+    SliceRow,
+)
+from hudi_connect.executor.slices import listing_batch
+
+
+def test_each_contract_round_trips_its_rows_and_declares_its_columns_to_spark() -> None:
+    cases = [
+        (SLICES, [SliceRow("p=a", "f1-0", "f1-0_0-1-1_001.parquet", []),
+                  SliceRow("p=b", "f2-0", None, [".f2-0_002.log.1"])],
+         "partition string, file_id string, base_file string, log_files array<string>"),
+        (LISTING, [ListedFile("p=a", "f1.parquet", 5)], "partition string, name string, size bigint"),
+        (MATCHES, [FileMatch(None, "f1.parquet", False)], "partition string, name string, may_match boolean"),
+        (LOCATIONS, [RecordLocation("k1", "p=a", "f1-0", 1764028800000)],
+         "record_key string, partition string, file_id string, instant_millis bigint"),
+    ]
+    for contract, rows, ddl in cases:
+        batch = contract.batch(rows)
+        assert batch.schema == contract.schema and list(contract.rows(batch)) == rows
+        assert contract.ddl == ddl
+        assert contract.batch([]).num_rows == 0
+
+
+def test_a_contract_whose_row_and_schema_disagree_is_refused() -> None:
+    class Pair(NamedTuple):
+        a: str
+        b: int
+
+    with pytest.raises(TypeError, match="are not the schema's"):
+        RowContract(Pair, pa.schema([("b", pa.int64()), ("a", pa.string())]))
+
+
+def test_a_listing_batch_is_sorted_by_partition_and_name() -> None:
+    batch = listing_batch([("p=b", "x", 1), ("p=a", "z", 2), ("p=a", "y", 3)])
+    assert [r.name for r in LISTING.rows(batch)] == ["y", "z", "x"]
