@@ -31,7 +31,7 @@ from hudi_connect.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_
 from hudi_connect.executor.storage import join
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
-from hudi_connect.format.fs_view import FileSlice, StoredFile, valid_block_instants
+from hudi_connect.format.fs_view import BlockValidity, FileSlice, StoredFile, valid_block_instants
 from hudi_connect.format.history_bounds import first_pending_write
 from hudi_connect.format.internal_schema import (
     ColumnRenames,
@@ -183,7 +183,6 @@ class TableReader:
         return versions_with_renames(versions, reader, where=f"the table at {self._base_path}")
 
     def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
-        props = self.view.properties
         parts: list[DataFrame] = []
         # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance,
         # and every slice once a column changed type: Spark's scan would not promote old values as Hudi does)
@@ -196,18 +195,8 @@ class TableReader:
             parts.append(self._spark.read.schema(plan.schema).parquet(*paths))
         if merged:
             ship_package(self._spark)
-            config = SliceReadConfig(
-                base_uri=self._base_path,
-                output_schema=plan.record_schema,
-                record_key_fields=props.record_key_fields,
-                ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
-                event_time_ordering=self.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
-                field_prefixed_keys=self.key_encoding is KeyEncoding.FIELD_PREFIXED,
-                partial_updates=self.index.partial_updates,
-                valid_instants=valid_block_instants(timeline, as_of),
-                commit_times=plan.commit_times,
-                column_renames=plan.column_renames,
-            )
+            config = self.slice_read_config(plan.record_schema, valid_block_instants(timeline, as_of),
+                                            commit_times=plan.commit_times, column_renames=plan.column_renames)
             rows = [SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
                              [f.name for f in s.log_files]) for s in merged]
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
@@ -224,6 +213,25 @@ class TableReader:
         if plan.predicates:
             df = df.where(all_of(plan.predicates))
         return df
+
+    def slice_read_config(self, output_schema: pa.Schema, valid_instants: BlockValidity, *,
+                          commit_times: frozenset[str] | None = None,
+                          column_renames: ColumnRenames = ()) -> SliceReadConfig:
+        """How the workers read and merge this table's file slices (keys, ordering, merge mode, partial updates),
+        for reads and change queries alike: the one place the table's properties become worker settings."""
+        props = self.view.properties
+        return SliceReadConfig(
+            base_uri=self._base_path,
+            output_schema=output_schema,
+            record_key_fields=props.record_key_fields,
+            ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
+            event_time_ordering=self.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
+            field_prefixed_keys=self.key_encoding is KeyEncoding.FIELD_PREFIXED,
+            partial_updates=self.index.partial_updates,
+            valid_instants=valid_instants,
+            commit_times=commit_times,
+            column_renames=column_renames,
+        )
 
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
               predicates: Sequence[Expression] = (), *, read_optimized: bool = False,
@@ -304,7 +312,7 @@ class TableReader:
                 "so its records carry no commit time and cannot be read incrementally (Hudi refuses too)"
             )
         timeline = self.view.timeline()
-        by_completion = props.version >= 8
+        by_completion = props.ranges_by_completion
         commits = timeline.commits_between(begin, end, by_completion=by_completion)
         beyond = self._beyond_history(timeline, commits, begin, end, by_completion)
         if beyond is not None:

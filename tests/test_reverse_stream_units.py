@@ -517,3 +517,14 @@ def test_the_timeline_comes_back_a_file_per_row_never_in_one_cell(tmp_path: Path
     rows = [(b.column("op")[0].as_py(), b.column("name")[0].as_py(), b.column("content")[0].as_py())
             for b in batches[1:]]
     assert rows == [(1, name, content) for name, content in sorted(contents.items())]
+
+
+def test_ops_after_a_create_that_found_its_file_are_skipped_in_the_results(tmp_path: Path) -> None:
+    target = tmp_path / "claim"
+    target.write_text("taken")
+    request = json.dumps([{"kind": "create", "uri": str(target), "text": "mine"},
+                          {"kind": "put", "uri": str(tmp_path / "a"), "text": "x"},
+                          {"kind": "put", "uri": str(tmp_path / "b"), "text": "y"}])
+    batches = list(execute_ops(iter([pa.RecordBatch.from_pydict({"op": [request]})])))
+    assert [r["ok"] for r in json.loads(batches[0].column("result")[0].as_py())] == [False, False, False]
+    assert len(batches) == 1 and not (tmp_path / "a").exists() and target.read_text() == "taken"

@@ -62,7 +62,7 @@ from hudi_connect.format.fs_view import (
 )
 from hudi_connect.format.schema_evolution import check_promotable, schema_history_changes
 from hudi_connect.format.table_config import CdcLoggingMode, TableProperties
-from hudi_connect.format.table_features import KeyEncoding, MergeMode, check_column_types, check_timeline_readable
+from hudi_connect.format.table_features import check_column_types, check_timeline_readable
 from hudi_connect.format.table_schema import META_COLUMNS, record_schema
 from hudi_connect.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reader import TableReader
@@ -144,7 +144,7 @@ class ChangeQuery:
         refused: their metadata is not read, and a change stream computed from part of the range is wrong."""
         view = self._reader.view
         timeline = timeline or view.timeline()
-        by_completion = view.properties.version >= 8
+        by_completion = view.properties.ranges_by_completion
         in_range = timeline.commits_between(begin, end, by_completion=by_completion)
         commits = list(timeline.write_commits())
         if not commits or (commits[0] not in in_range
@@ -212,14 +212,8 @@ class ChangeQuery:
 
         spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)
         events_schema = from_arrow_schema(event_schema(arrow_schema), prefer_timestamp_ntz=True)
-        config = SliceReadConfig(
-            base_uri=self._base_path, output_schema=arrow_schema, record_key_fields=props.record_key_fields,
-            ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
-            event_time_ordering=self._reader.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
-            field_prefixed_keys=self._reader.key_encoding is KeyEncoding.FIELD_PREFIXED,
-            partial_updates=self._reader.index.partial_updates,
-            valid_instants=valid_block_instants(timeline),  # each side's completed writes: in its split's row
-        )
+        # each side's completed writes: in its split's row
+        config = self._reader.slice_read_config(arrow_schema, valid_block_instants(timeline))
         if not splits:
             return _Plan([], [], config, spark_schema, events_schema, None)
         slices_at: dict[str, dict[tuple[str, str], FileSlice]] = {}
@@ -250,7 +244,7 @@ class ChangeQuery:
                         f"the change query of {self._base_path} needs {gone} for the changes of "
                         f"{split.instant.requested_time} in {split.partition or '/'}:{split.file_id}, and the cleaner "
                         f"took it ({bound.reason}; Hudi's CDC query fails there too)",
-                        earliest_answerable=range_time(earliest[-1], by_completion=props.version >= 8)
+                        earliest_answerable=range_time(earliest[-1], by_completion=props.ranges_by_completion)
                         if earliest else None)
         rows = [_split_row(split, slices, timeline, props.cdc_logging_mode) for split in splits]
         whole_events = [split.case is CdcInferenceCase.AS_IS and props.cdc_logging_mode is

@@ -303,7 +303,7 @@ class TimelineView:
             return self._archive.timeline
         self._archive.timeline, self._archive.active_from = None, key
         directory = f"{self._base_path}/.hoodie/{self.properties.archive_dir}"
-        by_completion = self.properties.version >= 8
+        by_completion = self.properties.ranges_by_completion
         self._archive.files = self._lsm_files(directory) if by_completion else tuple(sorted(
             f.path for f in remote_files.list_directory(self._spark, directory)
             if f.name.startswith(archive.V6_ARCHIVE_PREFIX)))

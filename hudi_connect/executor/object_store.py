@@ -90,8 +90,9 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             skipped = len(json.loads(request)) - len(results)
             results += [asdict(StorageResult(False))] * skipped
             read = [(index, name, content) for index, result in enumerate(results)
-                    for name, content in result.pop("contents")]
-            yield pa.RecordBatch.from_pydict({"result": [json.dumps(results)], "op": [None], "name": [None],
+                    for name, content in result["contents"]]
+            without_contents = [{k: v for k, v in result.items() if k != "contents"} for result in results]
+            yield pa.RecordBatch.from_pydict({"result": [json.dumps(without_contents)], "op": [None], "name": [None],
                                               "content": [None]}, schema=RESULTS_SCHEMA)
             for index, name, content in read:
                 yield pa.RecordBatch.from_pydict({"result": [None], "op": [index], "name": [name],

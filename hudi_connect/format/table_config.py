@@ -121,6 +121,12 @@ class TableProperties:
         return self.table_type is TableType.MERGE_ON_READ
 
     @property
+    def ranges_by_completion(self) -> bool:
+        """Whether incremental ranges compare completion times (Hudi 1.x, tables of version 8 and later), not
+        requested times (version 6); :func:`~hudi_connect.format.timeline.range_time` applies it."""
+        return self.version >= 8
+
+    @property
     def timeline_dir(self) -> str:
         """Where active instants live relative to ``.hoodie``: '' (layout 1) or 'timeline' (layout 2)."""
         if self.timeline_layout_version >= 2 and self.version >= 8:

@@ -71,12 +71,22 @@ def instant_time_of(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
 
 
+EARLIEST_TIME = "000"  # before every instant time; what Hudi's own incremental options take for "from the start"
+
+
 def range_time(value: Instant | str, *, by_completion: bool) -> str:
-    """The time a range bound stands for: an instant's completion time on tables comparing those (version 8
-    and later), else its requested time; a string as it is, 'earliest' before every instant."""
+    """The time a range bound stands for, the one rule of every incremental range (ours and the options given
+    to Hudi's queries): an instant's completion time on tables comparing those (version 8 and later; a pending
+    instant has none and is refused), else its requested time; a string as it is, 'earliest' before every
+    instant. Ranges are Hudi's (begin, end]: begin exclusive, end inclusive (:meth:`Timeline.commits_between`)."""
     if isinstance(value, Instant):
-        return (value.completion_time or value.requested_time) if by_completion else value.requested_time
-    return "0" if value == "earliest" else validate_instant_time(value)
+        if not by_completion:
+            return value.requested_time
+        if value.completion_time is None:
+            raise InvalidInstantError(f"instant {value.requested_time} has not completed: a range bound on this "
+                                      "table is a completion time")
+        return value.completion_time
+    return EARLIEST_TIME if value == "earliest" else validate_instant_time(value)
 
 
 @dataclass(frozen=True, order=True)

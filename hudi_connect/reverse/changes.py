@@ -71,7 +71,7 @@ def change_batch(spark: SparkSession, base_path: str, begin: str, end: Instant, 
                  view: TimelineView | None = None) -> DataFrame:
     """The changes of commits in (begin, end] (completion times on version 8+ tables, as Hudi's CDC;
     ``view``: the timeline the caller read)."""
-    typed, image_schema = ChangeQuery(spark, base_path, view=view).typed_changes(begin, _range_time(end))
+    typed, image_schema = ChangeQuery(spark, base_path, view=view).typed_changes(begin, end)
     events = typed.select(
         F.when(F.col("op") == "i", "c").otherwise(F.col("op")).alias("op"), "record_key",
         F.col("requested_time").alias("commit_time"), "completion_time",
@@ -79,11 +79,6 @@ def change_batch(spark: SparkSession, base_path: str, begin: str, end: Instant, 
         data_struct(F.col("after"), image_schema).alias("after"),
     )
     return latest_per_key(events) if mode == "latest" else events
-
-
-def _range_time(end: Instant) -> str:
-    # ChangeQuery compares completion times on version 8+ tables and requested times before
-    return end.completion_time or end.requested_time
 
 
 def change_order() -> list[Column]:

@@ -31,7 +31,7 @@ from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError, ServerUnavailableError
-from hudi_connect.format.timeline import Instant, Timeline
+from hudi_connect.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
 from hudi_connect.reverse.sink import BatchContext, Sink
@@ -182,7 +182,7 @@ class ReverseStream:
         files = self._view.cached_files
         position = current.position
         self._positioned = position is not None
-        pending = unsent_commits(timeline, position, by_completion=self._properties.version >= 8)
+        pending = unsent_commits(timeline, position, by_completion=self._properties.ranges_by_completion)
         if until is not None:
             pending = [c for c in pending if (c.completion_time or "") <= (until.completion_time or "")]
         if not pending:
@@ -191,8 +191,8 @@ class ReverseStream:
         self._idle = None
         end = pending[-1] if position is None or self._max_commits is None else pending[:self._max_commits][-1]
         end = self._published_end(current.sequence + 1, pending) or end
-        begin = None if position is None else (position.completion_time if self._properties.version >= 8
-                                               else position.requested_time)
+        by_completion = self._properties.ranges_by_completion
+        begin = None if position is None else range_time(position, by_completion=by_completion)
         context = BatchContext(self.name, current.sequence + 1, self._properties.name, self._base_path,
                                self._properties.record_key_fields, begin, end.requested_time,
                                end.completion_time or end.requested_time, begin is None or self.mode == "latest")

@@ -320,7 +320,7 @@ class FileIndex:
                            predicates: Sequence[Expression] = ()) -> Iterator[PartitionIncrementalSnapshot]:
         """Slices at ``end`` holding records written by commits in (begin, end], Hudi's incremental range."""
         state = self.state()
-        commits = state.timeline.commits_between(begin, end, by_completion=self.view.properties.version >= 8)
+        commits = state.timeline.commits_between(begin, end, by_completion=self.view.properties.ranges_by_completion)
         if not commits:
             return
         touched = {(s.partition_path, s.file_id) for c in commits for s in state.metadata[c].write_stats}

@@ -46,7 +46,7 @@ from hudi_connect.format.table_config import (
 )
 from hudi_connect.format.table_features import records_merge_columns
 from hudi_connect.format.table_schema import META_COLUMNS
-from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.format.timeline import Instant, Timeline, range_time, validate_instant_time
 from hudi_connect.table import options as opts
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.recovery import (
@@ -510,14 +510,8 @@ class HudiTable:
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
     def _range_time(self, instant: Instant | str) -> str:
-        """The time Hudi compares in incremental ranges: completion time on version 8+ tables."""
-        if isinstance(instant, str):
-            return "000" if instant == "earliest" else validate_instant_time(instant)
-        if self._properties.version >= 8:
-            if instant.completion_time is None:
-                raise InvalidInstantError(f"instant {instant.requested_time} has not completed")
-            return instant.completion_time
-        return instant.requested_time
+        """The time Hudi compares in incremental ranges (:func:`~hudi_connect.format.timeline.range_time`)."""
+        return range_time(instant, by_completion=self._properties.ranges_by_completion)
 
     @over_connect("planning an incremental read")
     def incremental(
