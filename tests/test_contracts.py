@@ -8,10 +8,12 @@ import pyarrow as pa
 import pytest
 
 from hudi_connect.executor.contracts import (
+    CDC_SPLITS,
     LISTING,
     LOCATIONS,
     MATCHES,
     SLICES,
+    CdcSplitRow,
     FileMatch,
     ListedFile,
     RecordLocation,
@@ -28,6 +30,13 @@ def test_each_contract_round_trips_its_rows_and_declares_its_columns_to_spark() 
          "partition string, file_id string, base_file string, log_files array<string>"),
         (LISTING, [ListedFile("p=a", "f1.parquet", 5)], "partition string, name string, size bigint"),
         (MATCHES, [FileMatch(None, "f1.parquet", False)], "partition string, name string, may_match boolean"),
+        (CDC_SPLITS, [CdcSplitRow("20261125000000000", "20261125000001000", "p=a", "f1-0", "f1-0_1.parquet", [],
+                                  ["20261124000000000"], True, None, [".f1-0_2.log.1"], ["20261125000000000"], True,
+                                  False, False, [], "DATA_BEFORE_AFTER")],
+         "instant string, completion_time string, partition string, file_id string, before_base string, "
+         "before_logs array<string>, before_valid array<string>, has_before boolean, after_base string, "
+         "after_logs array<string>, after_valid array<string>, has_after boolean, before_without_meta boolean, "
+         "after_without_meta boolean, cdc_files array<string>, cdc_mode string"),
         (LOCATIONS, [RecordLocation("k1", "p=a", "f1-0", 1764028800000)],
          "record_key string, partition string, file_id string, instant_millis bigint"),
     ]

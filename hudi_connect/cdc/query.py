@@ -48,7 +48,8 @@ from hudi_connect.executor.cdc_as_is import (
     cdc_record_bytes,
     cdc_writer_schemas,
 )
-from hudi_connect.executor.cdc_events import SPLITS_SCHEMA, change_events, event_schema
+from hudi_connect.executor.cdc_events import change_events, event_schema
+from hudi_connect.executor.contracts import CDC_SPLITS, CdcSplitRow
 from hudi_connect.executor.slices import SliceReadConfig
 from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.format.expressions import Expression
@@ -86,8 +87,8 @@ JSON_OPTIONS = {
 class _Plan:
     """A change query's splits as worker rows, split by who decodes them."""
 
-    python_rows: list[tuple[object, ...]]  # rows of SPLITS_SCHEMA for change_events
-    record_rows: list[tuple[object, ...]]  # rows of SPLITS_SCHEMA whose .cdc records the JVM decodes
+    python_rows: list[CdcSplitRow]  # for change_events
+    record_rows: list[CdcSplitRow]  # those whose .cdc records the JVM decodes
     config: SliceReadConfig
     spark_schema: StructType
     events_schema: StructType
@@ -257,14 +258,14 @@ class ChangeQuery:
         python_rows = [row for row, whole in zip(rows, whole_events, strict=True) if not whole]
         return _Plan(python_rows, record_rows, config, spark_schema, events_schema, choice)
 
-    def _split_rows(self, rows: list[tuple[object, ...]]) -> DataFrame:
+    def _split_rows(self, rows: list[CdcSplitRow]) -> DataFrame:
         """``rows`` as a DataFrame sliced as Spark slices a local relation: one task per core of the server,
         each with its share of the splits. Not one task per split: a task costs tens of milliseconds of
         scheduling and Arrow set-up, more than the change events of a small split take to compute (a
         change query of 80 splits of 1,500 events ran 4x faster this way)."""
-        return task_rows(self._spark, rows, SPLITS_SCHEMA)
+        return task_rows(self._spark, rows, CDC_SPLITS.schema)
 
-    def _decoding(self, record_rows: list[tuple[object, ...]], config: SliceReadConfig,
+    def _decoding(self, record_rows: list[CdcSplitRow], config: SliceReadConfig,
                   image_type: StructType, cdc_bytes: int) -> DecodingChoice:
         """Who decodes the DATA_BEFORE_AFTER .cdc records of ``record_rows`` (``cdc_bytes`` of .cdc files):
         the JVM when it can give exactly the Python path's values and, under ``auto``, has enough to decode
@@ -281,7 +282,7 @@ class ChangeQuery:
         if small is not None:
             return DecodingChoice("python", small)
         ship_package(self._spark)
-        found = map_task_rows(self._split_rows(record_rows), SPLITS_SCHEMA, partial(cdc_writer_schemas, config),
+        found = map_task_rows(self._split_rows(record_rows), CDC_SPLITS.schema, partial(cdc_writer_schemas, config),
                               WRITER_SCHEMAS_DDL)
         schemas = tuple(sorted({row.writer_schema for row in found.collect()}))
         for schema in schemas:
@@ -302,14 +303,14 @@ class ChangeQuery:
         parts = []
         if plan.python_rows:
             ship_package(self._spark)
-            parts.append(map_task_rows(self._split_rows(plan.python_rows), SPLITS_SCHEMA,
+            parts.append(map_task_rows(self._split_rows(plan.python_rows), CDC_SPLITS.schema,
                                        partial(change_events, plan.config), plan.events_schema))
         if plan.record_rows:
             assert plan.choice is not None
             from pyspark.sql.pandas.types import from_arrow_schema
 
             record_bytes = map_task_rows(
-                self._split_rows(plan.record_rows), SPLITS_SCHEMA,
+                self._split_rows(plan.record_rows), CDC_SPLITS.schema,
                 partial(cdc_record_bytes, plan.config, {s: n for n, s in enumerate(plan.choice.writer_schemas)}),
                 from_arrow_schema(RECORD_BYTES_SCHEMA))
             parts.append(decoded_events(record_bytes, plan.choice, plan.spark_schema,
@@ -483,21 +484,29 @@ def _cleaned_state(split: CdcSplit, mode: CdcLoggingMode | None, before: FileSli
 
 
 def _split_row(split: CdcSplit, slices: Callable[[str], dict[tuple[str, str], FileSlice]], timeline: Timeline,
-               mode: CdcLoggingMode | None) -> tuple[object, ...]:
-    """One row of :data:`SPLITS_SCHEMA`: the slices (or ``.cdc`` files) a worker reads for the split."""
+               mode: CdcLoggingMode | None) -> CdcSplitRow:
+    """One row of the :data:`~hudi_connect.executor.contracts.CDC_SPLITS` contract: the slices (or ``.cdc``
+    files) a worker reads for the split."""
     before_as_of, after_as_of = _side_instants(split, mode)
     before, after = _sides(split, slices, mode)
-    needs_after = after_as_of is not None
-    return (
-        split.instant.requested_time, split.instant.completion_time, split.partition, split.file_id,
-        *_slice_columns(before, valid_block_instants(timeline, before_as_of) if before_as_of else None),
-        *_slice_columns(after, valid_block_instants(timeline, after_as_of) if needs_after else None),
-        *images_without_meta(split.case, mode),
-        list(split.files) if _reads_cdc_files(split, mode) else [], mode.value if mode else None,
+    before_base, before_logs, before_valid, has_before = _slice_columns(
+        before, valid_block_instants(timeline, before_as_of) if before_as_of else None)
+    after_base, after_logs, after_valid, has_after = _slice_columns(
+        after, valid_block_instants(timeline, after_as_of) if after_as_of is not None else None)
+    before_without_meta, after_without_meta = images_without_meta(split.case, mode)
+    return CdcSplitRow(
+        instant=split.instant.requested_time, completion_time=split.instant.completion_time,
+        partition=split.partition, file_id=split.file_id,
+        before_base=before_base, before_logs=before_logs, before_valid=before_valid, has_before=has_before,
+        after_base=after_base, after_logs=after_logs, after_valid=after_valid, has_after=has_after,
+        before_without_meta=before_without_meta, after_without_meta=after_without_meta,
+        cdc_files=list(split.files) if _reads_cdc_files(split, mode) else [], cdc_mode=mode.value if mode else None,
     )
 
 
-def _slice_columns(file_slice: FileSlice | None, valid: BlockValidity | None) -> tuple[object, ...]:
+def _slice_columns(file_slice: FileSlice | None,
+                   valid: BlockValidity | None) -> tuple[str | None, list[str], list[str], bool]:
+    """(base file name, log file names, valid instants, whether the side exists) of one side of a split."""
     if file_slice is None:
         return (None, [], [], False)
     base = file_slice.base_file.name if file_slice.base_file else None

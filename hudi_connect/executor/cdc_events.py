@@ -28,15 +28,6 @@ from hudi_connect.executor.refusals import worker_body
 from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, read_slice, record_keys
 from hudi_connect.format.schema_evolution import align
 
-_NAMES = pa.list_(pa.string())
-SPLITS_SCHEMA = pa.schema([
-    ("instant", pa.string()), ("completion_time", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
-    ("before_base", pa.string()), ("before_logs", _NAMES), ("before_valid", _NAMES), ("has_before", pa.bool_()),
-    ("after_base", pa.string()), ("after_logs", _NAMES), ("after_valid", _NAMES), ("has_after", pa.bool_()),
-    ("before_without_meta", pa.bool_()), ("after_without_meta", pa.bool_()), ("cdc_files", _NAMES),
-    ("cdc_mode", pa.string()),
-])
-
 
 def event_schema(record: pa.Schema) -> pa.Schema:
     """The worker's output: op, times, key, both images as structs, and whether each shows no meta columns."""
@@ -138,7 +129,8 @@ def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_key
 
 @worker_body
 def change_events(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: rows of :data:`SPLITS_SCHEMA` in, rows of :func:`event_schema` out."""
+    """``mapInArrow`` body: rows of the :data:`~hudi_connect.executor.contracts.CDC_SPLITS` contract in (by column
+    name), rows of :func:`event_schema` out."""
     for batch in batches:
         for row in batch.to_pylist():
             yield split_events(config, row)

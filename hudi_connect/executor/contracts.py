@@ -96,11 +96,41 @@ class RecordLocation(NamedTuple):
     instant_millis: int
 
 
+class CdcSplitRow(NamedTuple):
+    """One split of a change query (RFC-51): the commit, the file group, what a worker reads on each side of the
+    commit (base file, log files, the instants whose blocks count) and the ``.cdc`` files it reads as they are."""
+
+    instant: str
+    completion_time: str | None
+    partition: str
+    file_id: str
+    before_base: str | None
+    before_logs: list[str]
+    before_valid: list[str]
+    has_before: bool
+    after_base: str | None
+    after_logs: list[str]
+    after_valid: list[str]
+    has_after: bool
+    before_without_meta: bool
+    after_without_meta: bool
+    cdc_files: list[str]
+    cdc_mode: str | None
+
+
+_NAMES = pa.list_(pa.string())
 SLICES = RowContract(SliceRow, pa.schema([("partition", pa.string()), ("file_id", pa.string()),
                                           ("base_file", pa.string()), ("log_files", pa.list_(pa.string()))]))
 LISTING = RowContract(ListedFile, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                              ("size", pa.int64())]))
 MATCHES = RowContract(FileMatch, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                             ("may_match", pa.bool_())]))
+CDC_SPLITS = RowContract(CdcSplitRow, pa.schema([
+    ("instant", pa.string()), ("completion_time", pa.string()), ("partition", pa.string()), ("file_id", pa.string()),
+    ("before_base", pa.string()), ("before_logs", _NAMES), ("before_valid", _NAMES), ("has_before", pa.bool_()),
+    ("after_base", pa.string()), ("after_logs", _NAMES), ("after_valid", _NAMES), ("has_after", pa.bool_()),
+    ("before_without_meta", pa.bool_()), ("after_without_meta", pa.bool_()), ("cdc_files", _NAMES),
+    ("cdc_mode", pa.string()),
+]))
 LOCATIONS = RowContract(RecordLocation, pa.schema([("record_key", pa.string()), ("partition", pa.string()),
                                                    ("file_id", pa.string()), ("instant_millis", pa.int64())]))
