@@ -54,13 +54,10 @@ from hudi_connect.format.table_features import (
     check_timeline_readable,
     record_key_encoding,
 )
-from hudi_connect.format.table_schema import META_COLUMNS, record_schema
+from hudi_connect.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, META_COLUMNS, record_schema
 from hudi_connect.format.timeline import Instant, Timeline, range_time, validate_instant_time
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.spark_columns import all_of
-
-IS_DELETED = "_hoodie_is_deleted"
-COMMIT_TIME = "_hoodie_commit_time"
 
 
 @dataclass(frozen=True)
@@ -206,10 +203,10 @@ class TableReader:
         if not parts:
             return self._spark.createDataFrame([], plan.schema)
         df = reduce(lambda a, b: a.unionByName(b), parts)
-        if IS_DELETED in plan.schema.fieldNames():
-            df = df.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
-        if plan.commit_times is not None and COMMIT_TIME in plan.schema.fieldNames():
-            df = df.where(F.col(COMMIT_TIME).isin(sorted(plan.commit_times)))
+        if IS_DELETED_COLUMN in plan.schema.fieldNames():
+            df = df.where(~F.coalesce(F.col(IS_DELETED_COLUMN), F.lit(False)))
+        if plan.commit_times is not None and COMMIT_TIME_COLUMN in plan.schema.fieldNames():
+            df = df.where(F.col(COMMIT_TIME_COLUMN).isin(sorted(plan.commit_times)))
         if plan.predicates:
             df = df.where(all_of(plan.predicates))
         return df
@@ -323,10 +320,10 @@ class TableReader:
                     f" {reason}, and fallback_to_full_scan is off", earliest_answerable=earliest)
             snapshot = self._read(None, predicates=predicates)[0]
             if not by_completion:  # version 6: Hudi's fallback keeps a range of requested times
-                df = snapshot.where(F.col(COMMIT_TIME) > range_time(begin, by_completion=False))
-                return df.where(F.col(COMMIT_TIME) <= range_time(end, by_completion=False)) if end else df
+                df = snapshot.where(F.col(COMMIT_TIME_COLUMN) > range_time(begin, by_completion=False))
+                return df.where(F.col(COMMIT_TIME_COLUMN) <= range_time(end, by_completion=False)) if end else df
             times = sorted({c.requested_time for c in (*archived, *commits)})
-            return snapshot.where(F.col(COMMIT_TIME).isin(times))
+            return snapshot.where(F.col(COMMIT_TIME_COLUMN).isin(times))
         as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
             return self._spark.createDataFrame([], self._read(None)[1].schema)

@@ -265,13 +265,13 @@ def test_a_claim_has_exactly_one_winner_on_the_storage(plain_storages_spark: Spa
 
     claim = f"{_path(storage_roots, storage, 'claims')}/0000000001"
     with ThreadPoolExecutor(8) as pool:
-        won = list(pool.map(lambda n: run_storage_ops(plain_storages_spark, [StorageOp("create", claim, f"run {n}")])
+        won = list(pool.map(lambda n: run_storage_ops(plain_storages_spark, [StorageOp.create(claim, f"run {n}")])
                             [0].ok, range(8)))
     assert won.count(True) == 1, won
-    owner = run_storage_ops(plain_storages_spark, [StorageOp("get", claim)])[0]
+    owner = run_storage_ops(plain_storages_spark, [StorageOp.get(claim)])[0]
     assert owner.ok and owner.text == f"run {won.index(True)}"
-    run_storage_ops(plain_storages_spark, [StorageOp("put", claim, "replaced")])
-    assert run_storage_ops(plain_storages_spark, [StorageOp("get", claim)])[0].text == "replaced"
+    run_storage_ops(plain_storages_spark, [StorageOp.put(claim, "replaced")])
+    assert run_storage_ops(plain_storages_spark, [StorageOp.get(claim)])[0].text == "replaced"
 
 
 def test_an_unreachable_namenode_is_an_error_not_an_empty_listing(plain_storages_spark: SparkSession) -> None:
@@ -281,4 +281,4 @@ def test_an_unreachable_namenode_is_an_error_not_an_empty_listing(plain_storages
 
     nowhere = f"hdfs://127.0.0.1:{free_port()}/tables/t/.hoodie/timeline"
     with pytest.raises(StorageAccessError, match=f"listing {nowhere} failed in a Spark worker"), library_errors():
-        run_storage_ops(plain_storages_spark, [StorageOp("list", nowhere)])
+        run_storage_ops(plain_storages_spark, [StorageOp.list(nowhere)])

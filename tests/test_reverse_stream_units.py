@@ -11,7 +11,14 @@ import pytest
 from pyspark.sql import types as T
 
 from hudi_connect.errors import HudiConnectError
-from hudi_connect.executor.object_store import RESULTS_SCHEMA, StorageOp, StorageResult, _execute, execute_ops
+from hudi_connect.executor.object_store import (
+    RESULTS_SCHEMA,
+    StorageOp,
+    StorageResult,
+    _execute,
+    execute_ops,
+    ops_request,
+)
 from hudi_connect.executor.postgres import Connection, quote
 from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
 from hudi_connect.reverse.checkpoint import Checkpoint, claim_name, origin, validate_stream_name
@@ -323,30 +330,30 @@ def test_kafka_sink_hides_option_values() -> None:
 
 def test_create_is_create_if_absent(tmp_path: Path) -> None:
     target = tmp_path / "claims" / "serving" / claim_name(1)  # the parent does not exist yet
-    assert _execute(StorageOp("create", str(target), "first")) == StorageResult(True)
+    assert _execute(StorageOp.create(str(target), "first")) == StorageResult(True)
     assert target.read_text() == "first"
-    assert _execute(StorageOp("create", str(target), "second")).ok is False
+    assert _execute(StorageOp.create(str(target), "second")).ok is False
     assert target.read_text() == "first"
     assert sorted(p.name for p in target.parent.iterdir()) == [claim_name(1)]  # no temporary file left
 
 
 def test_create_with_a_file_uri(tmp_path: Path) -> None:
     target = tmp_path / "x.json"
-    assert _execute(StorageOp("create", f"file://{target}", "via uri")).ok
+    assert _execute(StorageOp.create(f"file://{target}", "via uri")).ok
     assert target.read_text() == "via uri"
 
 
 def test_put_replaces_and_get_reads(tmp_path: Path) -> None:
     target = tmp_path / "d" / "f.txt"
-    assert _execute(StorageOp("put", str(target), "one")).ok
-    assert _execute(StorageOp("put", str(target), "two ü")).ok
+    assert _execute(StorageOp.put(str(target), "one")).ok
+    assert _execute(StorageOp.put(str(target), "two ü")).ok
     assert target.read_text(encoding="utf-8") == "two ü"
-    assert _execute(StorageOp("get", str(target))) == StorageResult(True, "two ü")
+    assert _execute(StorageOp.get(str(target))) == StorageResult(True, "two ü")
     assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]
 
 
 def test_get_of_a_missing_path(tmp_path: Path) -> None:
-    found = _execute(StorageOp("get", str(tmp_path / "missing.json")))
+    found = _execute(StorageOp.get(str(tmp_path / "missing.json")))
     assert found.ok is False
     assert found.text == ""
 
@@ -357,10 +364,10 @@ def test_list(tmp_path: Path) -> None:
     (tmp_path / "c_dir").mkdir()
     (tmp_path / "c_dir" / "nested").write_text("n")
     (tmp_path / "_SUCCESS").write_text("")
-    listing = _execute(StorageOp("list", str(tmp_path)))
+    listing = _execute(StorageOp.list(str(tmp_path)))
     assert listing.ok
     assert listing.names == ("_SUCCESS", "a.json", "b.json", "c_dir/")
-    assert _execute(StorageOp("list", str(tmp_path / "absent"))) == StorageResult(True, names=())
+    assert _execute(StorageOp.list(str(tmp_path / "absent"))) == StorageResult(True, names=())
 
 
 def test_timeline_op_lists_and_reads_the_completed_write_commits_not_known_yet(tmp_path: Path) -> None:
@@ -373,12 +380,12 @@ def test_timeline_op_lists_and_reads_the_completed_write_commits_not_known_yet(t
     for name, content in files.items():
         (tmp_path / name).write_bytes(content)
     known = ["20261124100000000_20261124100001000.commit"]
-    result = _execute(StorageOp("timeline", str(tmp_path), json.dumps(known)))
-    assert result.files == _execute(StorageOp("list", str(tmp_path))).files  # all of them, empty ones too
+    result = _execute(StorageOp.timeline(str(tmp_path), known))
+    assert result.files == _execute(StorageOp.list(str(tmp_path))).files  # all of them, empty ones too
     read = dict(result.contents)
     assert read == {"20261124100002000_20261124100003000.deltacommit": b"\x00binary\xff",
                     "20261124100004000_20261124100005000.replacecommit": b"replace"}
-    assert _execute(StorageOp("timeline", str(tmp_path / "absent"))) == StorageResult(True, names=())
+    assert _execute(StorageOp.timeline(str(tmp_path / "absent"))) == StorageResult(True, names=())
 
 
 def test_data_files_op_lists_every_file_below_the_table_outside_hoodie(tmp_path: Path) -> None:
@@ -388,12 +395,12 @@ def test_data_files_op_lists_every_file_below_the_table_outside_hoodie(tmp_path:
     for name, content in written.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(content)
-    result = _execute(StorageOp("data_files", str(tmp_path), "5"))
+    result = _execute(StorageOp.data_files(str(tmp_path), 5))
     # the oracle: every file outside .hoodie, as (path relative to the table, size)
     expected = sorted((name, len(content)) for name, content in written.items() if not name.startswith(".hoodie/"))
     assert result.ok and [(name, size) for name, size, _ in result.files] == expected
-    assert _execute(StorageOp("data_files", str(tmp_path), "4")) == StorageResult(False)  # more than asked for
-    assert _execute(StorageOp("data_files", str(tmp_path / "absent"), "5")) == StorageResult(True)
+    assert _execute(StorageOp.data_files(str(tmp_path), 4)) == StorageResult(False)  # more than asked for
+    assert _execute(StorageOp.data_files(str(tmp_path / "absent"), 5)) == StorageResult(True)
 
 
 def test_delete(tmp_path: Path) -> None:
@@ -403,11 +410,11 @@ def test_delete(tmp_path: Path) -> None:
     (tree / "_SUCCESS").write_text("")
     single = tmp_path / "single.txt"
     single.write_text("s")
-    assert _execute(StorageOp("delete", str(tree))).ok
+    assert _execute(StorageOp.delete(str(tree))).ok
     assert not tree.exists()
-    assert _execute(StorageOp("delete", str(single))).ok
+    assert _execute(StorageOp.delete(str(single))).ok
     assert not single.exists()
-    assert _execute(StorageOp("delete", str(tmp_path / "never-there"))).ok
+    assert _execute(StorageOp.delete(str(tmp_path / "never-there"))).ok
     assert list(tmp_path.iterdir()) == []
 
 
@@ -427,7 +434,7 @@ def test_racing_creates_have_exactly_one_winner(tmp_path: Path) -> None:
                   results: dict[str, bool] = results, errors: list[BaseException] = errors) -> None:
             try:
                 barrier.wait(timeout=10)
-                results[text] = _execute(StorageOp("create", str(target), text)).ok
+                results[text] = _execute(StorageOp.create(str(target), text)).ok
             except BaseException as error:  # surfaced below
                 errors.append(error)
 
@@ -447,34 +454,34 @@ def test_copy_replaces_the_target_whole(tmp_path: Path) -> None:
     source, target = tmp_path / "staging" / "part-0.parquet", tmp_path / "batch" / "part-00000.parquet"
     source.parent.mkdir()
     source.write_text("new data")
-    assert _execute(StorageOp("copy", str(source), str(target))).ok
+    assert _execute(StorageOp.copy(str(source), str(target))).ok
     assert target.read_text() == "new data" and source.exists()
     source.write_text("newer data")
-    _execute(StorageOp("copy", str(source), str(target)))
+    _execute(StorageOp.copy(str(source), str(target)))
     assert target.read_text() == "newer data"
     assert sorted(p.name for p in target.parent.iterdir()) == ["part-00000.parquet"]  # no temporary left
 
 
 def test_last_reads_the_highest_claim_and_skips_hidden_files(tmp_path: Path) -> None:
     claims = tmp_path / "claims"
-    assert _execute(StorageOp("last", str(claims))) == StorageResult(True)  # no directory yet: nothing
+    assert _execute(StorageOp.last(str(claims))) == StorageResult(True)  # no directory yet: nothing
     for sequence in (1, 2, 10):
         (claims / claim_name(sequence)).parent.mkdir(exist_ok=True)
         (claims / claim_name(sequence)).write_text(f"checkpoint {sequence}")
     (claims / ".zzz.tmp").write_text("half written")
-    last = _execute(StorageOp("last", str(claims)))
+    last = _execute(StorageOp.last(str(claims)))
     assert last.text == "checkpoint 10" and ".zzz.tmp" in last.names
 
 
 def test_ops_after_a_lost_create_are_skipped(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from hudi_connect.executor.object_store import execute_ops
+    from hudi_connect.executor.object_store import execute_ops, ops_request
 
     claim, published = tmp_path / "claim", tmp_path / "published"
     claim.write_text("the other run's")
-    ops = [StorageOp("create", str(claim), "mine"), StorageOp("put", str(published), "mine")]
-    request = json.dumps([{"kind": o.kind, "uri": o.uri, "text": o.text} for o in ops])
+    ops = [StorageOp.create(str(claim), "mine"), StorageOp.put(str(published), "mine")]
+    request = ops_request(ops)
     (batch,) = execute_ops([pa.RecordBatch.from_pydict({"op": [request]})])
     results = json.loads(batch.column(0)[0].as_py())
     assert [r["ok"] for r in results] == [False, False]
@@ -507,8 +514,7 @@ def test_the_timeline_comes_back_a_file_per_row_never_in_one_cell(tmp_path: Path
     contents = {f"2026112410000{i}000_2026112410000{i}500.commit": bytes([i]) * (1000 * (i + 1)) for i in range(3)}
     for name, content in contents.items():
         (tmp_path / name).write_bytes(content)
-    request = json.dumps([{"kind": "get", "uri": str(tmp_path / "absent"), "text": ""},
-                          {"kind": "timeline", "uri": str(tmp_path), "text": "[]"}])
+    request = ops_request([StorageOp.get(str(tmp_path / "absent")), StorageOp.timeline(str(tmp_path))])
     batches = list(execute_ops(iter([pa.RecordBatch.from_pydict({"op": [request]})])))
     assert all(b.schema == RESULTS_SCHEMA and b.num_rows == 1 for b in batches) and len(batches) == 4
     results = json.loads(batches[0].column("result")[0].as_py())
@@ -522,9 +528,8 @@ def test_the_timeline_comes_back_a_file_per_row_never_in_one_cell(tmp_path: Path
 def test_ops_after_a_create_that_found_its_file_are_skipped_in_the_results(tmp_path: Path) -> None:
     target = tmp_path / "claim"
     target.write_text("taken")
-    request = json.dumps([{"kind": "create", "uri": str(target), "text": "mine"},
-                          {"kind": "put", "uri": str(tmp_path / "a"), "text": "x"},
-                          {"kind": "put", "uri": str(tmp_path / "b"), "text": "y"}])
+    request = ops_request([StorageOp.create(str(target), "mine"), StorageOp.put(str(tmp_path / "a"), "x"),
+                           StorageOp.put(str(tmp_path / "b"), "y")])
     batches = list(execute_ops(iter([pa.RecordBatch.from_pydict({"op": [request]})])))
     assert [r["ok"] for r in json.loads(batches[0].column("result")[0].as_py())] == [False, False, False]
     assert len(batches) == 1 and not (tmp_path / "a").exists() and target.read_text() == "taken"

@@ -140,6 +140,6 @@ def test_a_scheme_without_a_client_is_refused_before_the_server_is_asked() -> No
             with pytest.raises(UnsupportedStorageError, match="'oss'"):
                 entry(nowhere, "oss://lake/trips")
         with pytest.raises(UnsupportedStorageError, match="'viewfs'"):
-            run_storage_ops(nowhere, [StorageOp("list", "viewfs://cluster/sink")])
+            run_storage_ops(nowhere, [StorageOp.list("viewfs://cluster/sink")])
     finally:
         nowhere.client.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
@@ -21,7 +21,14 @@ from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.task_rows import map_task_rows, task_rows
-from hudi_connect.executor.object_store import OPS_SCHEMA, RESULTS_DDL, StorageOp, StorageResult, execute_ops
+from hudi_connect.executor.object_store import (
+    OPS_SCHEMA,
+    RESULTS_DDL,
+    StorageOp,
+    StorageResult,
+    execute_ops,
+    ops_request,
+)
 from hudi_connect.executor.storage import location_of
 from hudi_connect.format.fs_view import StoredFile
 
@@ -72,7 +79,7 @@ def driver_listing(spark: SparkSession, directory: str, *, recursive: bool = Fal
 
 def list_directory(spark: SparkSession, directory: str) -> list[RemoteFile]:
     """Every file directly under ``directory``, empty and hidden ones too; [] if it does not exist."""
-    return listed_files(directory, run_storage_ops(spark, [StorageOp("list", directory.rstrip("/"))])[0])
+    return listed_files(directory, run_storage_ops(spark, [StorageOp.list(directory.rstrip("/"))])[0])
 
 
 def listed_files(directory: str, listed: StorageResult) -> list[RemoteFile]:
@@ -90,7 +97,7 @@ MAX_BATCHED_FILES = 20_000
 
 def data_files_op(base_path: str) -> StorageOp:
     """The op listing a table's data files from storage, for a caller batching it with other ops in one task."""
-    return StorageOp("data_files", base_path, str(MAX_BATCHED_FILES))
+    return StorageOp.data_files(base_path, MAX_BATCHED_FILES)
 
 
 def stored_files(listed: StorageResult) -> tuple[StoredFile, ...] | None:
@@ -144,7 +151,7 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[Stora
     for op in ops:
         location_of(op.uri)  # a storage the workers have no client for is refused before any job runs
     ship_package(spark)
-    request = json.dumps([asdict(op) for op in ops])
+    request = ops_request(ops)
     rows = map_task_rows(task_rows(spark, [(request,)], OPS_SCHEMA), OPS_SCHEMA, execute_ops, RESULTS_DDL).collect()
     decoded = json.loads(next(row.result for row in rows if row.result is not None))
     contents: list[list[tuple[str, bytes]]] = [[] for _ in decoded]

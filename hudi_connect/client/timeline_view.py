@@ -14,7 +14,6 @@ back or restored at the same path always changes the names).
 from __future__ import annotations
 
 import fnmatch
-import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -251,11 +250,11 @@ class TimelineView:
     def listing_ops(self, *, with_metadata: bool = False) -> list[StorageOp]:
         """The storage ops listing the timeline and reading ``hoodie.properties`` (see :meth:`timeline`), for a
         caller running them with other ops in one task; :meth:`timeline_of` reads their results."""
-        properties = StorageOp("get", _properties_path(self._base_path))
+        properties = StorageOp.get(_properties_path(self._base_path))
         if not with_metadata:
-            return [StorageOp("list", self.timeline_directory), properties]
+            return [StorageOp.list(self.timeline_directory), properties]
         known = sorted(path.rsplit("/", 1)[-1] for path in self._metadata_cache)
-        return [StorageOp("timeline", self.timeline_directory, json.dumps(known)), properties]
+        return [StorageOp.timeline(self.timeline_directory, known), properties]
 
     def timeline_of(self, listed: StorageResult, properties: StorageResult,
                     data_files: StorageResult | None = None) -> Timeline:
@@ -328,11 +327,11 @@ class TimelineView:
     def _lsm_files(self, directory: str) -> tuple[str, ...]:
         """The live Parquet files of the LSM timeline in ``directory`` (none if nothing was archived)."""
         where = f"the table at {self._base_path}"
-        version = run_storage_ops(self._spark, [StorageOp("get", f"{directory}/{archive.VERSION_FILE}")])[0]
+        version = run_storage_ops(self._spark, [StorageOp.get(f"{directory}/{archive.VERSION_FILE}")])[0]
         if not version.ok:
             return ()
         manifest_path = f"{directory}/{archive.manifest_name(version.text, where=where)}"
-        manifest = run_storage_ops(self._spark, [StorageOp("get", manifest_path)])[0]
+        manifest = run_storage_ops(self._spark, [StorageOp.get(manifest_path)])[0]
         if not manifest.ok:
             raise InvalidInstantError(f"{where}: the archived timeline's {manifest_path} is missing")
         return tuple(f"{directory}/{name}" for name in archive.manifest_files(manifest.text, where=where))

@@ -25,8 +25,9 @@ import pyarrow.compute as pc
 
 from hudi_connect.executor.cdc_as_is import aligned_images, before_after_events, before_only_events, cdc_records
 from hudi_connect.executor.refusals import worker_body
-from hudi_connect.executor.slices import COMMIT_TIME_COLUMN, SliceReadConfig, read_slice, record_keys
+from hudi_connect.executor.slices import SliceReadConfig, read_slice, record_keys
 from hudi_connect.format.schema_evolution import align
+from hudi_connect.format.table_schema import COMMIT_TIME_COLUMN
 
 
 def event_schema(record: pa.Schema) -> pa.Schema:

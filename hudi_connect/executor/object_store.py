@@ -7,7 +7,7 @@ uses :mod:`hudi_connect.executor.storage` on the server. The one operation plain
 object stores lack, create-if-absent, is each storage's own atomic step
 (:func:`hudi_connect.executor.storage.create_exclusive`).
 
-    created = run_storage_ops(spark, [StorageOp("create", uri, text)])[0].ok   # client.remote_files
+    created = run_storage_ops(spark, [StorageOp.create(uri, text)])[0].ok   # client.remote_files
 """
 
 from __future__ import annotations
@@ -49,19 +49,77 @@ RESULTS_DDL = "result string, op int, name string, content binary"
 
 @dataclass(frozen=True)
 class StorageOp:
-    """``create``: write ``text`` unless ``uri`` exists; ``put``: replace it; ``get``: read it;
-    ``list``: names under directory ``uri``; ``last``: those names and the content of the last file;
+    """One operation on the file or directory at ``uri``, built by the constructor named for its kind:
+
+    ``create``: write ``content`` unless ``uri`` exists; ``put``: replace it with ``content``; ``get``: read
+    it; ``list``: names under directory ``uri``; ``last``: those names and the content of the last file;
     ``timeline``: what ``list`` gives, and the content of each completed write instant's file in directory
-    ``uri`` (a timeline) but those named in ``text`` (a JSON list: the ones the client read before), read
-    concurrently; ``data_files``: every file below the table at ``uri`` outside ``.hoodie`` (a storage
-    listing, as :func:`~hudi_connect.executor.listing.list_storage` makes), unless there are more than
-    ``text`` (then not ok); ``delete``: remove files or directories (recursively); ``copy``: replace the file
-    named by ``text`` with a copy of ``uri``, in one visible step. Ops after a ``create`` that found its file
-    are skipped."""
+    ``uri`` (a timeline) but those in ``known`` (the ones the client read before), read concurrently;
+    ``data_files``: every file below the table at ``uri`` outside ``.hoodie`` (a storage listing, as
+    :func:`~hudi_connect.executor.listing.list_storage` makes), unless there are more than ``limit`` (then not
+    ok); ``delete``: remove files or directories (recursively); ``copy``: replace the file at ``target`` with a
+    copy of ``uri``, in one visible step. Ops after a ``create`` that found its file are skipped."""
 
     kind: OpKind
     uri: str
-    text: str = ""
+    content: str = ""  # create, put
+    known: tuple[str, ...] = ()  # timeline
+    limit: int = 0  # data_files
+    target: str = ""  # copy
+
+    @classmethod
+    def create(cls, uri: str, content: str) -> StorageOp:
+        """Write ``content`` to ``uri`` unless it exists (the result's ``ok``: created)."""
+        return cls("create", uri, content=content)
+
+    @classmethod
+    def put(cls, uri: str, content: str = "") -> StorageOp:
+        """Replace ``uri`` with ``content``."""
+        return cls("put", uri, content=content)
+
+    @classmethod
+    def get(cls, uri: str) -> StorageOp:
+        """Read ``uri`` (the result's ``ok``: found)."""
+        return cls("get", uri)
+
+    @classmethod
+    def list(cls, uri: str) -> StorageOp:
+        """The names and files directly under directory ``uri``."""
+        return cls("list", uri)
+
+    @classmethod
+    def last(cls, uri: str) -> StorageOp:
+        """The names under directory ``uri`` and the content of the last visible file."""
+        return cls("last", uri)
+
+    @classmethod
+    def timeline(cls, uri: str, known: Iterable[str] = ()) -> StorageOp:
+        """The timeline directory ``uri`` listed, with the completed write instants not in ``known`` read."""
+        return cls("timeline", uri, known=tuple(known))
+
+    @classmethod
+    def data_files(cls, uri: str, limit: int) -> StorageOp:
+        """The table's data files below ``uri``, if there are at most ``limit``."""
+        return cls("data_files", uri, limit=limit)
+
+    @classmethod
+    def delete(cls, uri: str) -> StorageOp:
+        """Remove the file or directory ``uri``."""
+        return cls("delete", uri)
+
+    @classmethod
+    def copy(cls, uri: str, target: str) -> StorageOp:
+        """Replace ``target`` with a copy of ``uri``, in one visible step."""
+        return cls("copy", uri, target=target)
+
+
+def ops_request(ops: Iterable[StorageOp]) -> str:
+    """The one-row request :func:`execute_ops` reads: the ops as a JSON list."""
+    return json.dumps([asdict(op) for op in ops])
+
+
+def _requested_ops(request: str) -> list[StorageOp]:
+    return [StorageOp(**{**fields, "known": tuple(fields["known"])}) for fields in json.loads(request)]
 
 
 @dataclass(frozen=True)
@@ -82,12 +140,13 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for request in batch.column(0).to_pylist():
             results: list[dict[str, Any]] = []
-            for op in (StorageOp(**fields) for fields in json.loads(request)):
+            ops = _requested_ops(request)
+            for op in ops:
                 result = _execute(op)
                 results.append(asdict(result))
                 if op.kind == "create" and not result.ok:
                     break
-            skipped = len(json.loads(request)) - len(results)
+            skipped = len(ops) - len(results)
             results += [asdict(StorageResult(False))] * skipped
             read = [(index, name, content) for index, result in enumerate(results)
                     for name, content in result["contents"]]
@@ -110,9 +169,9 @@ _DOING = {"create": "creating", "put": "writing", "get": "reading", "list": "lis
 
 def _execute_op(op: StorageOp) -> StorageResult:
     if op.kind == "create":
-        return StorageResult(create_exclusive(op.uri, op.text.encode()))
+        return StorageResult(create_exclusive(op.uri, op.content.encode()))
     if op.kind == "put":
-        replace(op.uri, op.text.encode())
+        replace(op.uri, op.content.encode())
         return StorageResult(True)
     if op.kind == "get":
         try:
@@ -131,15 +190,14 @@ def _execute_op(op: StorageOp) -> StorageResult:
                        for i in infos if i.type is pafs.FileType.File)
         return StorageResult(True, names=tuple(names), files=tuple(files))
     if op.kind == "timeline":
-        listed = _execute_op(StorageOp("list", op.uri))
-        known = set(json.loads(op.text or "[]"))
+        listed = _execute_op(StorageOp.list(op.uri))
+        known = set(op.known)
         # empty files are not read: Spark's sources skipped them when it read commit metadata before
         wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
         return dataclasses.replace(listed, contents=tuple(_read_all(op.uri, wanted)))
     if op.kind == "data_files":
-        limit = int(op.text)
-        found = list(itertools.islice(data_files(op.uri), limit + 1))
-        if len(found) > limit:
+        found = list(itertools.islice(data_files(op.uri), op.limit + 1))
+        if len(found) > op.limit:
             return StorageResult(False)
         return StorageResult(True, files=tuple(sorted((f"{p}/{name}" if p else name, size, 0)
                                                       for p, name, size in found)))
@@ -152,7 +210,7 @@ def _execute_op(op: StorageOp) -> StorageResult:
             filesystem.delete_file(path)
         return StorageResult(True)
     if op.kind == "copy":
-        copy(op.uri, op.text)
+        copy(op.uri, op.target)
         return StorageResult(True)
     raise ValueError(f"unknown storage op {op.kind!r}")
 

@@ -27,10 +27,7 @@ from hudi_connect.format.log.blocks import data_block_records, delete_records, r
 from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
 from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
 from hudi_connect.format.schema_evolution import align
-
-RECORD_KEY_COLUMN = "_hoodie_record_key"
-COMMIT_TIME_COLUMN = "_hoodie_commit_time"
-IS_DELETED_COLUMN = "_hoodie_is_deleted"
+from hudi_connect.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, RECORD_KEY_COLUMN
 
 
 def listing_batch(rows: Iterable[tuple[str, str, int]]) -> pa.RecordBatch:

@@ -9,13 +9,15 @@ import pyarrow as pa
 
 from hudi_connect.format.log.avro_records import avro_to_arrow_schema
 
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
+# Hudi's meta columns (HoodieRecord's field names), named here once for every layer.
+META_PREFIX = "_hoodie_"
+COMMIT_TIME_COLUMN = "_hoodie_commit_time"
+COMMIT_SEQNO_COLUMN = "_hoodie_commit_seqno"
+RECORD_KEY_COLUMN = "_hoodie_record_key"
+PARTITION_PATH_COLUMN = "_hoodie_partition_path"
+FILE_NAME_COLUMN = "_hoodie_file_name"
+IS_DELETED_COLUMN = "_hoodie_is_deleted"  # a data column, not a meta one: a row written as a delete
+META_COLUMNS = (COMMIT_TIME_COLUMN, COMMIT_SEQNO_COLUMN, RECORD_KEY_COLUMN, PARTITION_PATH_COLUMN, FILE_NAME_COLUMN)
 
 
 def with_meta_fields(avro_schema_json: str) -> str:

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 from hudi_connect.cdc.query import ChangeQuery, delete_first
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.format.table_config import TableProperties
-from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.format.table_schema import META_COLUMNS, RECORD_KEY_COLUMN
 from hudi_connect.format.timeline import Instant
 from hudi_connect.reader import TableReader
 
@@ -45,8 +45,8 @@ def row_image() -> Column:
 
 def record_key_column(properties: TableProperties, columns: list[str]) -> Column:
     """Hudi's record key of a row: the meta column, else what the key generator builds."""
-    if "_hoodie_record_key" in columns:
-        return F.col("_hoodie_record_key")
+    if RECORD_KEY_COLUMN in columns:
+        return F.col(RECORD_KEY_COLUMN)
     fields = properties.record_key_fields
     if len(fields) == 1:
         return F.col(fields[0]).cast("string")

@@ -112,7 +112,7 @@ class CheckpointStore:
 
     def latest_op(self, stream: str) -> StorageOp:
         """The storage op reading the stream's newest claim, for a caller running it with other ops."""
-        return StorageOp("last", self.claims_directory(stream))
+        return StorageOp.last(self.claims_directory(stream))
 
     def checkpoint_of(self, stream: str, last: StorageResult) -> Checkpoint:
         """The checkpoint :meth:`latest_op` found."""
@@ -130,7 +130,7 @@ class CheckpointStore:
                              f"of {previous.stream!r}")
         uri = f"{self.claims_directory(new.stream)}/{claim_name(new.sequence)}"
         publish = [self._publication(c) for c in (new, previous) if c.sequence > 0]
-        if not run_storage_ops(self._spark, [StorageOp("create", uri, new.to_json()), *publish])[0].ok:
+        if not run_storage_ops(self._spark, [StorageOp.create(uri, new.to_json()), *publish])[0].ok:
             raise CheckpointConflictError(
                 f"reverse stream {new.stream!r} on {self._base_path}: checkpoint {new.sequence} was recorded by "
                 "another run of the same stream; this run's batch is not checkpointed (restart it to go on)"
@@ -141,7 +141,7 @@ class CheckpointStore:
         """The claim as a completed ``reversecommit`` instant (requested = completed = its write time)."""
         time = checkpoint.written_at
         name = f"{time}_{time}.reversecommit" if self._view.properties.timeline_dir else f"{time}.reversecommit"
-        return StorageOp("put", f"{self._view.timeline_directory}/{name}", checkpoint.to_json())
+        return StorageOp.put(f"{self._view.timeline_directory}/{name}", checkpoint.to_json())
 
     def history(self, stream: str | None = None) -> list[Checkpoint]:
         """Published checkpoints from the timeline, oldest first (all streams unless one is named)."""

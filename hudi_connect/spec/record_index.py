@@ -78,7 +78,7 @@ class RecordIndex:
         table's and the metadata table's timelines are listed in one task."""
         metadata = f"{self._base_path}/{METADATA_DIR}/.hoodie"
         listing, properties, *metadata_listings = run_storage_ops(self._spark, [*self.view.listing_ops(), *(
-            StorageOp("list", f"{metadata}/{d}" if d else metadata) for d in METADATA_TIMELINE_DIRS)])
+            StorageOp.list(f"{metadata}/{d}" if d else metadata) for d in METADATA_TIMELINE_DIRS)])
         source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline_of(listing, properties)),
                                 self.view.properties.version)
         metadata_timeline = metadata_timeline_of([(name, mtime) for name, _, mtime in result.files]

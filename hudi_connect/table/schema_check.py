@@ -25,8 +25,7 @@ from pyspark.sql.types import (
 )
 
 from hudi_connect.errors import SchemaMismatchError, WriteFailedError
-
-META_PREFIX = "_hoodie_"
+from hudi_connect.format.table_schema import META_PREFIX
 
 # Widening Hudi's schema evolution accepts on write (AvroSchemaCompatibility's promotions).
 _WIDENS_TO: dict[type[DataType], tuple[type[DataType], ...]] = {

@@ -82,7 +82,7 @@ class FileSink:
         return dataclasses.replace(self, spark=spark)
 
     def _directories(self) -> dict[str, re.Match[str]]:
-        names = run_storage_ops(self.spark, [StorageOp("list", self.root)])[0].names
+        names = run_storage_ops(self.spark, [StorageOp.list(self.root)])[0].names
         return {n.rstrip("/"): m for n in names if (m := _BATCH_DIRECTORY.match(n))}
 
     def _claim(self, sequence: int) -> str:
@@ -91,7 +91,7 @@ class FileSink:
     def published_end(self, sequence: int) -> str | None:
         """The end (completion time) of the range claimed for batch ``sequence`` under ``_published/``, if a
         run claimed it: the streamer then sends that same range again."""
-        claimed = run_storage_ops(self.spark, [StorageOp("get", self._claim(sequence))])[0]
+        claimed = run_storage_ops(self.spark, [StorageOp.get(self._claim(sequence))])[0]
         match = _BATCH_DIRECTORY.match(claimed.text.strip() + "/") if claimed.ok else None
         return match["end"] if match else None
 
@@ -108,9 +108,9 @@ class FileSink:
         except PySparkException as error:
             raise sink_failure(self, context, error, "nothing was published") from error
         listing, claim = run_storage_ops(self.spark, [
-            StorageOp("list", staging), StorageOp("create", self._claim(context.sequence), target)])
+            StorageOp.list(staging), StorageOp.create(self._claim(context.sequence), target)])
         if not claim.ok:
-            owner = run_storage_ops(self.spark, [StorageOp("get", self._claim(context.sequence))])[0].text.strip()
+            owner = run_storage_ops(self.spark, [StorageOp.get(self._claim(context.sequence))])[0].text.strip()
             if owner != target:  # another live run published this sequence for another range
                 raise SinkError(f"batch {context.sequence} of {context.stream!r} under {self.root} was published "
                                 f"as {owner} by another run of the stream; this run's {target} is not")
@@ -119,15 +119,15 @@ class FileSink:
             raise SinkError(f"staging {staging} holds {len(data)} data files, expected 1")
         extension = data[0].split(".", 1)[1] if "." in data[0] else self.format
         run_storage_ops(self.spark, [
-            StorageOp("copy", f"{staging}/{data[0]}", f"{self.root}/{target}/part-00000.{extension}"),
-            StorageOp("put", f"{self.root}/{target}/_SUCCESS"),
-            StorageOp("delete", staging),
+            StorageOp.copy(f"{staging}/{data[0]}", f"{self.root}/{target}/part-00000.{extension}"),
+            StorageOp.put(f"{self.root}/{target}/_SUCCESS"),
+            StorageOp.delete(staging),
         ])
 
     def read_published(self) -> DataFrame:
         """Every published batch's rows, with their directory's sequence (for readers and tests)."""
         names = sorted(self._directories())
-        markers = run_storage_ops(self.spark, [StorageOp("get", f"{self.root}/{n}/_SUCCESS") for n in names])
+        markers = run_storage_ops(self.spark, [StorageOp.get(f"{self.root}/{n}/_SUCCESS") for n in names])
         paths = [f"{self.root}/{n}" for n, marker in zip(names, markers, strict=True) if marker.ok]
         if not paths:
             raise FileNotFoundError(f"no published batch under {self.root}")
