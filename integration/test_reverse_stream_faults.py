@@ -33,7 +33,6 @@ from hudi_connect.format.timeline import Instant
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.reverse.changes import full_batch
 from hudi_connect.reverse.sink import BatchContext
-from hudi_connect.reverse.streamer import PAUSE_BEFORE_CHECKPOINT_ENV
 from hudi_connect.stack.endpoints import KafkaEndpoint
 from hudi_connect.stack.kafka import start_kafka
 from hudi_connect.stack.minio import create_bucket, start_minio
@@ -91,11 +90,10 @@ def test_streamer_killed_between_sinks_and_checkpoint_resends_exactly(
     for _ in range(3):
         history.step()
     files_root, pg_table = f"{local_base_path}-export", f"killed_{uuid.uuid4().hex[:8]}"
-    command = [sys.executable, "-m", "hudi_connect", "reverse-stream", "--remote", hudi_server_url,
+    command = [sys.executable, "-m", "integration.paused_cli", "reverse-stream", "--remote", hudi_server_url,
                "--table", local_base_path, "--name", "killed", "--kafka-bootstrap", kafka_endpoint.bootstrap_servers,
                "--kafka-topic", kafka_topic, "--files-root", files_root, "--postgres-table", pg_table]
-    env = dict(os.environ, PYTHONPATH=str(REPO), HUDI_CONNECT_POSTGRES_DSN=postgres_dsn,
-               **{PAUSE_BEFORE_CHECKPOINT_ENV: "120"})
+    env = dict(os.environ, PYTHONPATH=str(REPO), HUDI_CONNECT_POSTGRES_DSN=postgres_dsn)
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
     output = []
@@ -228,7 +226,7 @@ def test_streamer_killed_while_writing_never_publishes_twice(
     history = History(table, random.Random(25))
     history.step()
     files_root, pg_table = f"{local_base_path}-export", f"midwrite_{uuid.uuid4().hex[:8]}"
-    command = [sys.executable, "-m", "hudi_connect", "reverse-stream", "--remote", hudi_server_url,
+    command = [sys.executable, "-m", "integration.paused_cli", "reverse-stream", "--remote", hudi_server_url,
                "--table", local_base_path, "--name", "midwrite", "--files-root", files_root,
                "--postgres-table", pg_table]
     env = dict(os.environ, PYTHONPATH=str(REPO), HUDI_CONNECT_POSTGRES_DSN=postgres_dsn)

@@ -15,7 +15,6 @@ exactly once.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -35,9 +34,6 @@ from hudi_connect.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
 from hudi_connect.reverse.sink import BatchContext, Sink
-
-# Fault injection for the fault tests: seconds to wait between writing the sinks and checkpointing.
-PAUSE_BEFORE_CHECKPOINT_ENV = "HUDI_CONNECT_REVERSE_PAUSE_BEFORE_CHECKPOINT"
 
 
 def unsent_commits(timeline: Timeline, position: Instant | None, *, by_completion: bool) -> list[Instant]:
@@ -204,10 +200,6 @@ class ReverseStream:
         except HistoryUnavailableError as error:
             raise _behind_history(self.name, error) from error
         records, cache_released = self._send(batch, context)
-        pause = float(os.environ.get(PAUSE_BEFORE_CHECKPOINT_ENV, "0") or 0)
-        if pause:
-            self._progress(f"batch {context.sequence}: pausing {pause}s before the checkpoint")
-            time.sleep(pause)
         new = current.successor("batch", end, begin=begin, records=records,
                                 sinks=tuple(s.describe() for s in self.sinks))
         self.checkpoints.advance(current, new)
