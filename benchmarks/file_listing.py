@@ -30,13 +30,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from hudi_connect_stack.minio import create_bucket, start_minio
 from latency_proxy import LatencyProxy
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from side_by_side import hudi_and_plain_sessions, interleaved, sizes
 
 from hudi_connect.spec import FileIndex
-from hudi_connect.stack.minio import create_bucket, start_minio
 from hudi_connect.table.hudi_table import HudiTable
 
 SCHEMA = "id long, name string, part string, ts long"

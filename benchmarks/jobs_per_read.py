@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hudi_connect_stack.process import free_port
+from hudi_connect_stack.spark_connect import start_spark_connect
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from side_by_side import SCHEMA, generated_rows, sizes
@@ -34,8 +36,6 @@ from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex
-from hudi_connect.stack.process import free_port
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table.hudi_table import HudiTable
 
 

@@ -1,4 +1,4 @@
-"""Records per second of hudi_connect.format.log, against hudi-rs reading the same tables.
+"""Records per second of hudi_connect.core.format.log, against hudi-rs reading the same tables.
 
     python benchmarks/log_decoder_throughput.py [--records 100000] [--seconds 2]
 
@@ -33,9 +33,9 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
 
-from hudi_connect.format.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
+from hudi_connect.core.format.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
 
 DATA_BLOCKS = (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA, LogBlockType.CDC_DATA)
 

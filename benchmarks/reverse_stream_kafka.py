@@ -38,22 +38,22 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.kafka import start_kafka
+from hudi_connect_stack.spark_connect import start_spark_connect
+from hudi_connect_stack.testing.topics import create_topic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from side_by_side import SCHEMA, generated_rows, hudi_cdc, sizes
 
 from hudi_connect.client.server import connect
 from hudi_connect.client.timeline_view import load_properties
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reverse import KafkaSink, ReverseStream
 from hudi_connect.reverse.changes import full_batch
 from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.sinks.kafka import PRODUCER_DEFAULTS
-from hudi_connect.stack.endpoints import KafkaEndpoint
-from hudi_connect.stack.kafka import start_kafka
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.topics import create_topic
 
 TARGET_RATIO = 1.0  # ours / hand, in records per second
 

@@ -12,12 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from hudi_connect_stack.endpoints import MinioEndpoint
+from hudi_connect_stack.spark_connect import start_spark_connect
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.server import connect
-from hudi_connect.stack.endpoints import MinioEndpoint
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table.options import incremental_options
 
 T = TypeVar("T")

@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hudi_connect.stack import provision
-from hudi_connect.stack.backend import LocalBackend
-from hudi_connect.stack.endpoints import MinioEndpoint
-from hudi_connect.stack.process import RunningService
+from hudi_connect_stack.backend import LocalBackend
+from hudi_connect_stack.endpoints import MinioEndpoint
+from hudi_connect_stack.process import RunningService
+
+from hudi_connect_stack import provision
 
 
 def main() -> None:

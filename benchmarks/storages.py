@@ -21,6 +21,14 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from cdc_query import materialise
+from hudi_connect_stack.azurite import create_container, start_azurite
+from hudi_connect_stack.endpoints import StorageEndpoints
+from hudi_connect_stack.fake_gcs import create_bucket as create_gcs_bucket
+from hudi_connect_stack.fake_gcs import start_fake_gcs
+from hudi_connect_stack.hdfs import start_hdfs
+from hudi_connect_stack.minio import create_bucket, start_minio
+from hudi_connect_stack.process import RunningService
+from hudi_connect_stack.spark_connect import start_spark_connect
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from side_by_side import SCHEMA, generated_rows, hudi_cdc, interleaved, sizes
@@ -29,14 +37,6 @@ from snapshot_read import fingerprint
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client.server import connect
 from hudi_connect.reader import TableReader
-from hudi_connect.stack.azurite import create_container, start_azurite
-from hudi_connect.stack.endpoints import StorageEndpoints
-from hudi_connect.stack.fake_gcs import create_bucket as create_gcs_bucket
-from hudi_connect.stack.fake_gcs import start_fake_gcs
-from hudi_connect.stack.hdfs import start_hdfs
-from hudi_connect.stack.minio import create_bucket, start_minio
-from hudi_connect.stack.process import RunningService
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table.hudi_table import HudiTable
 
 BUCKET = "bench"

@@ -17,5 +17,5 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
 fi
-"$VENV/bin/pip" install -q --progress-bar off -c "ci/constraints-$TAG.txt" -e ".[$TAG,test]"
-"$VENV/bin/python" -m hudi_connect.stack.provision jars interceptor postgres "spark-$LINE"
+"$VENV/bin/pip" install -q --progress-bar off -c "ci/constraints-$TAG.txt" -e ./hudi_connect_stack -e ".[$TAG,test]"
+"$VENV/bin/python" -m hudi_connect_stack.provision jars interceptor postgres "spark-$LINE"

@@ -28,5 +28,5 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q --upgrade pip
 fi
 say "installing hudi-connect and its test dependencies into $VENV"
-"$VENV/bin/pip" install -q --progress-bar off -c ci/constraints-spark35.txt -e ".[dev]"  # the ranges, pinned
-"$VENV/bin/python" -m hudi_connect.stack.provision "$@"
+"$VENV/bin/pip" install -q --progress-bar off -c ci/constraints-spark35.txt -e ./hudi_connect_stack -e ".[dev]"  # the ranges, pinned
+"$VENV/bin/python" -m hudi_connect_stack.provision "$@"

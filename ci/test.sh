@@ -79,7 +79,7 @@ if has_leg containers; then
   # podman, runc and mmdebstrap (apt) and podman's settings, unless a Docker engine answers; then the stack's
   # own images, even where a registry answers: the public Spark image has no pyarrow for the jar-free reads,
   # and its Python is not the client's
-  ("$VENV/bin/python" -m hudi_connect.stack.provision podman && "$VENV/bin/python" -m hudi_connect.stack.images "${images[@]}" \
+  ("$VENV/bin/python" -m hudi_connect_stack.provision podman && "$VENV/bin/python" -m hudi_connect_stack.images "${images[@]}" \
     && date +%s >"$logs/containers.log.done") >"$logs/containers.log" 2>&1 &
   background+=("$!:the container leg's set-up:$logs/containers.log")
 fi
@@ -96,10 +96,10 @@ set_up() {
 }
 
 lint_start=$(date +%s)
-"$VENV/bin/ruff" check hudi_connect tests integration benchmarks
-"$VENV/bin/mypy" hudi_connect
+"$VENV/bin/ruff" check hudi_connect hudi_connect_stack tests integration benchmarks
+"$VENV/bin/mypy" hudi_connect hudi_connect_stack/src/hudi_connect_stack
 "$VENV/bin/lint-imports"  # the layers of ARCHITECTURE.md
-"$VENV/bin/interrogate" hudi_connect  # docstring coverage, 100% outside the harness ([tool.interrogate])
+"$VENV/bin/interrogate" hudi_connect  # docstring coverage of the library, 100% ([tool.interrogate])
 "$VENV/bin/python" -W error -m pdoc -o build/api hudi_connect  # the API reference; any warning fails it
 say "lint, types, layers, docstrings and the API reference took $(since "$lint_start")"
 

@@ -31,8 +31,9 @@ from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
 from hudi_connect.client.timeline_view import forget_table
 from hudi_connect.client.worker_errors import library_errors
-from hudi_connect.errors import (
+from hudi_connect.core.errors import (
     CheckpointConflictError,
+    HarnessMissingError,
     HFileDecodeError,
     HistoryUnavailableError,
     HudiConnectError,
@@ -56,10 +57,10 @@ from hudi_connect.errors import (
     WriteFailedError,
     WriterActiveError,
 )
-from hudi_connect.format.commit_metadata import CommitMetadataError
-from hudi_connect.format.history import HistoryEntry
-from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
-from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.core.format.commit_metadata import CommitMetadataError
+from hudi_connect.core.format.history import HistoryEntry
+from hudi_connect.core.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import BatchResult, Checkpoint, FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.spec import (
@@ -92,6 +93,7 @@ __all__ = [
     "FileIndex",
     "FileSink",
     "HFileDecodeError",
+    "HarnessMissingError",
     "HistoryEntry",
     "HistoryUnavailableError",
     "HudiConnectError",

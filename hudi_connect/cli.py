@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hudi_connect.errors import HudiConnectError
+from hudi_connect.core.errors import HarnessMissingError, HudiConnectError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,7 +35,10 @@ def _demo(args: argparse.Namespace) -> None:
         require_hudi_server(spark)
         run_demo(spark, path, jar_free=connect(args.jar_free_remote) if args.jar_free_remote else None)
         return
-    from hudi_connect.local import local_servers
+    try:
+        from hudi_connect_stack.local import local_servers
+    except ModuleNotFoundError as error:
+        raise _harness_missing(error, "the demo's local servers (without --remote)") from error
 
     print("Starting two local Spark Connect servers: one with Hudi's jars, one without...", flush=True)
     with local_servers() as (hudi_url, plain_url):
@@ -140,7 +143,10 @@ def _session(args: argparse.Namespace) -> Iterator[SparkSession]:
                 raise
             raise lost_server_error(spark, f"running hudi-connect {args.command} on {args.table}") from error
         return
-    from hudi_connect.local import local_hudi_server
+    try:
+        from hudi_connect_stack.local import local_hudi_server
+    except ModuleNotFoundError as error:
+        raise _harness_missing(error, f"hudi-connect {args.command} without --remote (an embedded server)") from error
 
     print("Starting a local Spark Connect server (the embedded default)...", file=sys.stderr, flush=True)
     with local_hudi_server() as url:
@@ -220,7 +226,7 @@ def _changes(args: argparse.Namespace) -> None:
 
 
 def _files(args: argparse.Namespace) -> None:
-    from hudi_connect.format.spec_models import slice_bytes
+    from hudi_connect.core.format.spec_models import slice_bytes
     from hudi_connect.spec import FileIndex
 
     slices: list[dict[str, Any]] = []
@@ -271,7 +277,17 @@ def _add_inspection_commands(commands: Any) -> None:
 def _stack_up(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from hudi_connect.stack.standalone import ENV_FILE, JSON_FILE, env_of, running_services, start_stack, stop_stack
+    try:
+        from hudi_connect_stack.standalone import (
+            ENV_FILE,
+            JSON_FILE,
+            env_of,
+            running_services,
+            start_stack,
+            stop_stack,
+        )
+    except ModuleNotFoundError as error:
+        raise _harness_missing(error, "hudi-connect stack up") from error
 
     run_dir = Path(args.run_dir)
     services = [s.strip() for s in args.services.split(",") if s.strip()]
@@ -305,18 +321,37 @@ def _stack_up(args: argparse.Namespace) -> None:
 def _stack_down(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from hudi_connect.stack.standalone import stop_stack
+    try:
+        from hudi_connect_stack.standalone import stop_stack
+    except ModuleNotFoundError as error:
+        raise _harness_missing(error, "hudi-connect stack down") from error
 
     stopped = stop_stack(Path(args.run_dir))
     print(f"stopped: {', '.join(stopped)}" if stopped else f"nothing running in {args.run_dir}")
 
 
-def _add_stack_commands(commands: Any) -> None:
-    from hudi_connect.stack.standalone import DEFAULT_SERVICES, SERVICES, default_run_dir
+def _harness_missing(error: ModuleNotFoundError, what: str) -> Exception:
+    """The error for a command needing the harness where it is missing (any other missing module, as raised)."""
+    if error.name is not None and error.name.split(".")[0] == "hudi_connect_stack":
+        return HarnessMissingError(what)
+    return error
 
+
+def _add_stack_commands(commands: Any) -> None:
     stack = commands.add_parser("stack", help="start or stop MinIO, Kafka, PostgreSQL and Spark Connect (with and "
                                               "without Hudi), and on request GCS, Azure and HDFS servers, for "
-                                              "end-to-end tests in any language")
+                                              "end-to-end tests in any language (needs hudi-connect-stack)")
+    try:
+        from hudi_connect_stack.standalone import DEFAULT_SERVICES, SERVICES, default_run_dir
+    except ModuleNotFoundError as error:  # the harness is not installed: the command says so when run
+        missing = _harness_missing(error, "hudi-connect stack")
+
+        def refuse(_: argparse.Namespace) -> None:
+            raise missing
+
+        stack.add_argument("arguments", nargs=argparse.REMAINDER)
+        stack.set_defaults(run=refuse)
+        return
     verbs = stack.add_subparsers(dest="verb", required=True)
     up = verbs.add_parser("up", help="start the stack, print its endpoints, stop it on Ctrl-C")
     up.add_argument("--services", default=",".join(DEFAULT_SERVICES),

@@ -20,9 +20,9 @@ from pyspark.sql import SparkSession
 from tabulate import tabulate
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.format.spec_models import slice_bytes
-from hudi_connect.format.table_schema import META_COLUMNS
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.format.spec_models import slice_bytes
+from hudi_connect.core.format.table_schema import META_COLUMNS
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.spec import FileIndex

@@ -16,11 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
+from hudi_connect_stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
+from hudi_connect_stack.process import RunningService, pid_alive
+from hudi_connect_stack.spark_connect import start_spark_connect
 from minio import Minio
-
-from hudi_connect.stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor
-from hudi_connect.stack.process import RunningService, pid_alive
-from hudi_connect.stack.spark_connect import start_spark_connect
 
 
 class KillableServer:

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import psycopg
+from hudi_connect_stack.testing.topics import KafkaRecord
 from pyspark.sql import SparkSession
 
 from hudi_connect.reverse import FileSink
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.topics import KafkaRecord
 
 SCHEMA = "id int, v string, ts long, part string"
 KEYS = range(30)

@@ -1,7 +1,7 @@
 """The CDC engine against Hudi's own CDC query, and against time travel.
 
 Each CDC-enabled table (COW or MOR, each supplemental logging mode) gets the
-history of :mod:`hudi_connect.testing.cdc_history`, or a seeded random one. Our
+history of :mod:`hudi_connect_stack.testing.cdc_history`, or a seeded random one. Our
 change stream (plain server, no Hudi jar) must equal Hudi's CDC query (Hudi
 server) row for row as multisets, for the whole history and for ranges that
 start and end in the middle.
@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hudi_connect_stack.testing.cdc_history import IGNORED, SCHEMA, events, write_history
+from hudi_connect_stack.testing.compare import row_multiset
+from hudi_connect_stack.testing.fixture_tables import unzip_fixture
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.errors import ServerMisconfiguredError
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import col
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.cdc_history import IGNORED, SCHEMA, events, write_history
-from hudi_connect.testing.compare import row_multiset
-from hudi_connect.testing.fixture_tables import unzip_fixture
 
 CDC_IN_CI = {("COPY_ON_WRITE", "DATA_BEFORE_AFTER"), ("MERGE_ON_READ", "OP_KEY_ONLY")}
 RANDOM_IN_CI = {("COPY_ON_WRITE", "OP_KEY_ONLY"), ("MERGE_ON_READ", "DATA_BEFORE_AFTER")}

@@ -25,17 +25,17 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.compare import arrow_multiset, row_multiset
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import HistoryUnavailableError, UnsupportedTableFeatureError
-from hudi_connect.format.table_features import partial_updates, unsupported_features
-from hudi_connect.format.timeline import Timeline
+from hudi_connect.core.errors import HistoryUnavailableError, UnsupportedTableFeatureError
+from hudi_connect.core.format.table_features import partial_updates, unsupported_features
+from hudi_connect.core.format.timeline import Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.compare import arrow_multiset, row_multiset
 from integration.conformance_matrix import DIMENSIONS, Cell, cells, ci_slice, write_history
 
 ALL_CELLS = cells()

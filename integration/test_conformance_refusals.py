@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hudi_connect_stack.testing.fixture_tables import unzip_fixture
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.format.table_config import parse_java_properties
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.format.table_config import parse_java_properties
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex, RecordIndex
-from hudi_connect.testing.fixture_tables import unzip_fixture
 
 
 def with_property(base: Path, key: str, value: str) -> None:

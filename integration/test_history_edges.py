@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hudi_connect_stack.testing.cdc_history import events
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError
-from hudi_connect.format.timeline import Instant, range_time
+from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantError
+from hudi_connect.core.format.timeline import Instant, range_time
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.cdc_history import events
 
 SCHEMA = "id int, v string, ts long, part string"
 ARCHIVAL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.parquet.small.file.limit": "0"}

@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 )
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import UnsupportedTableFeatureError
+from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
 from integration.test_conformance_matrix import IGNORED, multiset

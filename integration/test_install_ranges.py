@@ -22,10 +22,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.fixture_tables import unzip_fixture
+from hudi_connect_stack.versions import SPARK4_LINES
 from packaging.requirements import Requirement
-
-from hudi_connect.testing.fixture_tables import unzip_fixture
-from hudi_connect.versions import SPARK4_LINES
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = "mor_avro_v6_trips_8i1u"  # 8 inserts, then 1 update: 8 rows, 9 changes

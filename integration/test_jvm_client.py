@@ -15,14 +15,14 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from hudi_connect_stack.endpoints import TOKEN_HEADER
+from hudi_connect_stack.testing.cdc_history import SCHEMA, event_multiset, events, write_history
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.reader import TableReader
-from hudi_connect.stack import provision
-from hudi_connect.stack.endpoints import TOKEN_HEADER
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.cdc_history import SCHEMA, event_multiset, events, write_history
+from hudi_connect_stack import provision
 
 PROGRAM = Path(__file__).with_name("jvm_client") / "HudiChanges.java"
 

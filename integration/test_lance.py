@@ -14,13 +14,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.compare import arrow_multiset
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.compare import arrow_multiset
 from integration.conformance_matrix import Cell, write_history
 from integration.test_conformance_matrix import IGNORED, assert_equal_reads, change_events, multiset
 

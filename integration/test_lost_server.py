@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hudi_connect_stack.endpoints import MinioEndpoint
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect import HudiTable, ServerUnavailableError, WriteState, connect, is_server_lost
 from hudi_connect.cli import main
-from hudi_connect.format.expressions import col
+from hudi_connect.core.format.expressions import col
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.spec import FileIndex
-from hudi_connect.stack.endpoints import MinioEndpoint
 from integration.killable import Kill, KillableServer, TimelineWatch
 
 BOUND = 10.0  # the tests' server_timeout; the default is 30 s
@@ -62,7 +62,7 @@ def _bounded(started: float) -> float:
 
 def test_an_unreachable_server_fails_within_the_bound(tmp_path: Path) -> None:
     """Nothing listens on the port: the first call fails after the budget, not pyspark's ten minutes."""
-    from hudi_connect.stack.process import free_port
+    from hudi_connect_stack.process import free_port
 
     spark = connect(f"sc://127.0.0.1:{free_port()}", server_timeout=3)
     started = time.monotonic()

@@ -18,17 +18,17 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
+from hudi_connect_stack.endpoints import MinioEndpoint
+from hudi_connect_stack.testing.compare import arrow_multiset, row_multiset
+from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture, upload_table
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client.server import connect
-from hudi_connect.errors import UnsupportedOperationError
-from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.core.errors import UnsupportedOperationError
+from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
-from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.compare import arrow_multiset, row_multiset
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture, upload_table
 
 FIXTURES = [n for n in fixture_names() if n != "cow_v6_empty"]
 
@@ -73,13 +73,13 @@ def test_plain_server_workers_import_only_the_worker_layers(plain_spark: SparkSe
                                 "client": [",".join(client)]})
 
     rows = plain_spark.range(0, 8, 1, 8).mapInPandas(probe, "origin string, loaded string, client string").collect()
-    worker_layers = ("hudi_connect.format", "hudi_connect.executor")
+    worker_layers = "hudi_connect.core"  # the zipped folder (format, executor, errors)
     for row in rows:
         assert ".zip" in row.origin and "hudi_connect-" in row.origin, row.origin
         assert row.client == ""
         loaded = [m for m in row.loaded.split(",") if m]
-        assert all(m in ("hudi_connect", "hudi_connect.errors") or m.startswith(worker_layers) for m in loaded), loaded
-    assert any("hudi_connect.executor.slices" in row.loaded for row in rows), "no worker ran a read"
+        assert all(m == "hudi_connect" or m.startswith(worker_layers) for m in loaded), loaded
+    assert any("hudi_connect.core.executor.slices" in row.loaded for row in rows), "no worker ran a read"
 
 
 @pytest.mark.parametrize("name", [n for n in FIXTURES if "no_metafields" not in n])

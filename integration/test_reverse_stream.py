@@ -18,13 +18,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.endpoints import KafkaEndpoint, PostgresEndpoint
+from hudi_connect_stack.testing.topics import read_topic
 from pyspark.sql import SparkSession
 
-from hudi_connect.errors import CheckpointConflictError, InvalidInstantError
+from hudi_connect.core.errors import CheckpointConflictError, InvalidInstantError
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
-from hudi_connect.stack.endpoints import KafkaEndpoint, PostgresEndpoint
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.topics import read_topic
 from integration.reverse_stream_model import (
     SCHEMA,
     History,

@@ -25,22 +25,22 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.kafka import start_kafka
+from hudi_connect_stack.minio import create_bucket, start_minio
+from hudi_connect_stack.postgres import start_postgres
+from hudi_connect_stack.process import free_port
+from hudi_connect_stack.spark_connect import start_spark_connect
+from hudi_connect_stack.testing.topics import KafkaRecord, create_topic, read_topic
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.server import connect
-from hudi_connect.errors import SinkError
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.errors import SinkError
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.reverse.changes import full_batch
 from hudi_connect.reverse.sink import BatchContext
-from hudi_connect.stack.endpoints import KafkaEndpoint
-from hudi_connect.stack.kafka import start_kafka
-from hudi_connect.stack.minio import create_bucket, start_minio
-from hudi_connect.stack.postgres import start_postgres
-from hudi_connect.stack.process import free_port
-from hudi_connect.stack.spark_connect import start_spark_connect
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.topics import KafkaRecord, create_topic, read_topic
 from integration.reverse_stream_model import SCHEMA, History, Row, kafka_changes, postgres_rows, replay_files
 
 REPO = Path(__file__).resolve().parents[1]

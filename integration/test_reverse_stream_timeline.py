@@ -15,13 +15,13 @@ import random
 import uuid
 
 import pytest
+from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.testing.topics import create_topic, read_topic
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc.query import ChangeQuery
 from hudi_connect.reverse import FileSink, KafkaSink, ReverseStream
-from hudi_connect.stack.endpoints import KafkaEndpoint
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.topics import create_topic, read_topic
 from integration.reverse_stream_model import SCHEMA, History, replay_files
 
 SERVICES = {

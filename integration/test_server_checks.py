@@ -4,11 +4,11 @@ one has no Hudi at all and says so loudly, and neither talks without the token."
 from __future__ import annotations
 
 import pytest
+from hudi_connect_stack.endpoints import TOKEN_HEADER
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.server import connect, require_hudi_server
-from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.stack.endpoints import TOKEN_HEADER
+from hudi_connect.core.errors import ServerMisconfiguredError
 
 
 def test_plain_server_is_rejected_for_hudi_with_a_clear_message(plain_spark: SparkSession) -> None:

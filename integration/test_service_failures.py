@@ -6,10 +6,10 @@ import socket
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.kafka import start_kafka
+from hudi_connect_stack.minio import start_minio
 
-from hudi_connect.errors import ServiceStartError
-from hudi_connect.stack.kafka import start_kafka
-from hudi_connect.stack.minio import start_minio
+from hudi_connect.core.errors import ServiceStartError
 
 
 def _occupied_port() -> socket.socket:

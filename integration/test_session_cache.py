@@ -19,18 +19,18 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from hudi_connect_stack.testing.compare import row_multiset
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect import forget_table
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.format.table_config import MetadataPartition, parse_java_properties
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.format.table_config import MetadataPartition, parse_java_properties
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.compare import row_multiset
 
 SCHEMA = "id int, v string, ts int, part string"
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.testing.topics import read_topic
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-from hudi_connect.stack.endpoints import KafkaEndpoint
-from hudi_connect.testing.topics import read_topic
 
 
 def test_spark_writes_records_that_kafka_and_spark_read_back(

@@ -5,9 +5,8 @@ from __future__ import annotations
 import uuid
 
 import psycopg
+from hudi_connect_stack.endpoints import PostgresEndpoint
 from pyspark.sql import SparkSession
-
-from hudi_connect.stack.endpoints import PostgresEndpoint
 
 
 def test_spark_jdbc_round_trip_agrees_with_psycopg(spark: SparkSession, postgres_endpoint: PostgresEndpoint) -> None:

@@ -5,7 +5,7 @@ reachable here), and its workers run numpy 2 and pandas 2.3.
 
 Oracles: hudi-rs on the shared fixture tables (Hudi 0.14 to 1.1), and Hudi's own answers (its snapshot, time
 travel and CDC query) on tables the Spark 3.5 Hudi server writes in the same run. A Spark 4 client cannot talk to
-that server, so :mod:`hudi_connect.testing.reference_tables` runs in the Spark 3.5 environment. Run with
+that server, so :mod:`hudi_connect_stack.testing.reference_tables` runs in the Spark 3.5 environment. Run with
 ``ci/test.sh`` (its second leg) or ``ci/test.sh --spark4``.
 """
 
@@ -22,22 +22,12 @@ from typing import Any
 
 import pytest
 from hudi import HudiTableBuilder
-from pyspark.sql import SparkSession
-
-from hudi_connect.cdc import ChangeQuery
-from hudi_connect.cli import main
-from hudi_connect.errors import InvalidInstantError, ServerMisconfiguredError
-from hudi_connect.format.table_schema import META_COLUMNS
-from hudi_connect.reader import TableReader
-from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
-from hudi_connect.spec import FileIndex
-from hudi_connect.stack.endpoints import KafkaEndpoint
-from hudi_connect.stack.provision import cache_dir
-from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.cdc_history import event_multiset, events
-from hudi_connect.testing.compare import row_multiset
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
-from hudi_connect.testing.reference_tables import (
+from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.provision import cache_dir
+from hudi_connect_stack.testing.cdc_history import event_multiset, events
+from hudi_connect_stack.testing.compare import row_multiset
+from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
+from hudi_connect_stack.testing.reference_tables import (
     COMPLETE,
     DATA_COLUMNS,
     REFERENCE_TABLES,
@@ -45,8 +35,18 @@ from hudi_connect.testing.reference_tables import (
     ReferenceTable,
     load_answers,
 )
-from hudi_connect.testing.topics import read_topic
-from hudi_connect.versions import HUDI_VERSION
+from hudi_connect_stack.testing.topics import read_topic
+from hudi_connect_stack.versions import HUDI_VERSION
+from pyspark.sql import SparkSession
+
+from hudi_connect.cdc import ChangeQuery
+from hudi_connect.cli import main
+from hudi_connect.core.errors import InvalidInstantError, ServerMisconfiguredError
+from hudi_connect.core.format.table_schema import META_COLUMNS
+from hudi_connect.reader import TableReader
+from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
+from hudi_connect.spec import FileIndex
+from hudi_connect.table.hudi_table import HudiTable
 from integration.reverse_stream_model import cdc_changes, kafka_changes, postgres_rows, replay_files
 from integration.test_table_fixtures import rows_of_hudi_rs
 
@@ -62,7 +62,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = os.environ.get(SPARK35_PYTHON_ENV, str(cache_dir() / "venv" / "bin" / "python"))
     out = tmp_path_factory.mktemp("reference")
     os.chmod(out, 0o755)
-    result = subprocess.run([python, "-m", "hudi_connect.testing.reference_tables", str(out)], cwd=REPO,
+    result = subprocess.run([python, "-m", "hudi_connect_stack.testing.reference_tables", str(out)], cwd=REPO,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0 and (out / COMPLETE).is_file(), \
         f"writing the reference tables in {python} (the Spark 3.5 environment, ${SPARK35_PYTHON_ENV}) failed:\n" \

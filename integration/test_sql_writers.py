@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hudi_connect_stack.testing.cdc_history import events
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.format.expressions import col
-from hudi_connect.format.log.format import HeaderKey, read_log_blocks
+from hudi_connect.core.format.expressions import col
+from hudi_connect.core.format.log.format import HeaderKey, read_log_blocks
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.cdc_history import events
 
 
 def _records(df: DataFrame) -> Counter[tuple[Any, ...]]:

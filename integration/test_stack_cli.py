@@ -17,10 +17,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hudi_connect_stack.process import port_open
 from minio import Minio
 
 from hudi_connect.client.server import connect
-from hudi_connect.stack.process import port_open
 
 
 def _stack(*args: str) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,7 @@
 (fake-gcs-server, Azurite reached through Hadoop's WASB driver, and a namenode and datanode from Hadoop's own
 jars), written by Hudi on a Hudi server with the storages' connectors and read by ours on a server without
 Hudi's jars (``plain-storages``), whose Python workers reach each storage with their own client
-(:mod:`hudi_connect.executor.storage`).
+(:mod:`hudi_connect.core.executor.storage`).
 
 History of the written tables (:func:`integration.conformance_matrix.write_history`, metadata table with
 column statistics and the record index, CDC with both images): 24 inserts in three partitions, an upsert with
@@ -34,20 +34,20 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.endpoints import MinioEndpoint, StorageEndpoints
+from hudi_connect_stack.testing.compare import arrow_multiset, row_multiset
+from hudi_connect_stack.testing.fixture_tables import unzip_fixture, upload_to_storage
+from hudi_connect_stack.testing.plugin import STORAGE_CONTAINER
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect import library_errors
 from hudi_connect.cli import main
 from hudi_connect.client.server import connect
-from hudi_connect.errors import StorageAccessError
+from hudi_connect.core.errors import StorageAccessError
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.spec import FileIndex, RecordIndex
-from hudi_connect.stack.endpoints import MinioEndpoint, StorageEndpoints
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.compare import arrow_multiset, row_multiset
-from hudi_connect.testing.fixture_tables import unzip_fixture, upload_to_storage
-from hudi_connect.testing.plugin import STORAGE_CONTAINER
 from integration.conformance_matrix import Cell, write_history
 from integration.reverse_stream_model import SCHEMA, History, replay_files
 from integration.test_conformance_matrix import assert_equal_reads
@@ -204,7 +204,7 @@ def test_s3_session_credentials_reach_s3(minio_endpoint: MinioEndpoint, s3_bucke
     from minio import Minio
     from minio.credentials import AssumeRoleProvider
 
-    from hudi_connect.executor.storage import list_directory, read_bytes, s3
+    from hudi_connect.core.executor.storage import list_directory, read_bytes, s3
 
     temporary = AssumeRoleProvider(sts_endpoint=minio_endpoint.endpoint_url, access_key=minio_endpoint.access_key,
                                    secret_key=minio_endpoint.secret_key).retrieve()
@@ -238,7 +238,7 @@ def test_abfs_uris_reach_azure_through_the_workers_client(plain_storages_spark: 
     with the account's key from the connection string, as a worker reads them. (Spark's own ABFS driver needs
     a DFS endpoint, which Azurite lacks, so the whole read is proven on ``wasb://`` above; the client is the
     same.)"""
-    from hudi_connect.executor.storage import azure, data_files, read_bytes
+    from hudi_connect.core.executor.storage import azure, data_files, read_bytes
 
     local = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
     wasb = upload_to_storage(local, _path(storage_roots, "azure", "fixtures"), storage_endpoints)
@@ -261,7 +261,7 @@ def test_a_claim_has_exactly_one_winner_on_the_storage(plain_storages_spark: Spa
     from concurrent.futures import ThreadPoolExecutor
 
     from hudi_connect.client.remote_files import run_storage_ops
-    from hudi_connect.executor.object_store import StorageOp
+    from hudi_connect.core.executor.object_store import StorageOp
 
     claim = f"{_path(storage_roots, storage, 'claims')}/0000000001"
     with ThreadPoolExecutor(8) as pool:
@@ -275,9 +275,10 @@ def test_a_claim_has_exactly_one_winner_on_the_storage(plain_storages_spark: Spa
 
 
 def test_an_unreachable_namenode_is_an_error_not_an_empty_listing(plain_storages_spark: SparkSession) -> None:
+    from hudi_connect_stack.process import free_port
+
     from hudi_connect.client.remote_files import run_storage_ops
-    from hudi_connect.executor.object_store import StorageOp
-    from hudi_connect.stack.process import free_port
+    from hudi_connect.core.executor.object_store import StorageOp
 
     nowhere = f"hdfs://127.0.0.1:{free_port()}/tables/t/.hoodie/timeline"
     with pytest.raises(StorageAccessError, match=f"listing {nowhere} failed in a Spark worker"), library_errors():

@@ -11,12 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
+from hudi_connect_stack.testing.compare import arrow_multiset, row_multiset
+from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
 from pyspark.sql import SparkSession
 
-from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.compare import arrow_multiset, row_multiset
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
 
 
 def rows_of_spark(table: HudiTable, columns: list[str], as_of: str | None = None) -> Counter[tuple[Any, ...]]:

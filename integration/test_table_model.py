@@ -33,7 +33,7 @@ from hypothesis.stateful import (
 )
 from pyspark.sql import SparkSession
 
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.table.hudi_table import HudiTable
 
 SCHEMA = "id int, v string, ts long, part string"

@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hudi_connect_stack.endpoints import MinioEndpoint
+from hudi_connect_stack.testing.fixture_tables import unzip_fixture, upload_table
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect import forget_table
 from hudi_connect.client import remote_files
-from hudi_connect.errors import MetadataTableError
-from hudi_connect.format.expressions import Expression
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.errors import MetadataTableError
+from hudi_connect.core.format.expressions import Expression
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex, col, to_spark
-from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.testing.fixture_tables import unzip_fixture, upload_table
 
 METADATA_FIXTURES = ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite"]
 SCHEMA = "id int, v string, ts long, part string"

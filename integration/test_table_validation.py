@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_connect.errors import (
+from hudi_connect.core.errors import (
     InvalidInstantError,
     NotAHudiTableError,
     SchemaMismatchError,

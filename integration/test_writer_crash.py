@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.endpoints import MinioEndpoint
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
@@ -36,12 +37,11 @@ from pyspark.sql.types import StringType
 from hudi_connect import HudiTable, ServerUnavailableError, WriteFailedError, WriterActiveError, connect
 from hudi_connect.cdc.query import ChangeQuery
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.format.timeline import InstantState
+from hudi_connect.core.format.timeline import InstantState
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
 from hudi_connect.spec.file_index import FileIndex
 from hudi_connect.spec.record_index import RecordIndex
-from hudi_connect.stack.endpoints import MinioEndpoint
 from hudi_connect.table.recovery import plan_recovery
 from hudi_connect.table.write_outcome import WriteState, write_outcome
 from integration.killable import Kill, KillableServer, TimelineWatch

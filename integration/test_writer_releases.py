@@ -18,8 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect import forget_table
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.errors import HistoryUnavailableError
-from hudi_connect.format.timeline import Action, Instant, Timeline
+from hudi_connect.core.errors import HistoryUnavailableError
+from hudi_connect.core.format.timeline import Action, Instant, Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from hudi_connect_stack.testing.fixture_tables import local_table_view, unzip_fixture
+
 from hudi_connect.cdc.cases import CdcInferenceCase, infer_splits
 from hudi_connect.cdc.query import images_without_meta
-from hudi_connect.format.table_config import CdcLoggingMode
-from hudi_connect.testing.fixture_tables import local_table_view, unzip_fixture
+from hudi_connect.core.format.table_config import CdcLoggingMode
 
 
 def _cases(tmp_path: Path, name: str) -> tuple[list[str], Counter[CdcInferenceCase]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import sys
 from decimal import Decimal
 
 import pytest
@@ -28,3 +29,14 @@ def test_arguments_that_would_print_a_wrong_answer_are_refused(argv: list[str],
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "--limit" in err or "--remote" in err
+
+
+@pytest.mark.parametrize("argv", [["demo"], ["history", "/tmp/t"], ["stack", "up"], ["stack", "down"]])
+def test_local_mode_and_the_stack_ask_for_the_harness_by_name_where_it_is_missing(
+        argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # the library alone, as a user installs it: no hudi_connect_stack importable
+    for name in [m for m in sys.modules if m.split(".")[0] == "hudi_connect_stack"] + ["hudi_connect_stack"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "hudi-connect-stack" in err and "pip install -e ./hudi_connect_stack" in err, err

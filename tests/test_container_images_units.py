@@ -7,10 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from hudi_connect.stack import images
-from hudi_connect.stack.containers import hdfs_env
-from hudi_connect.stack.endpoints import (
+from hudi_connect_stack.containers import hdfs_env
+from hudi_connect_stack.endpoints import (
     AzuriteEndpoint,
     GcsEndpoint,
     HdfsEndpoint,
@@ -19,8 +17,10 @@ from hudi_connect.stack.endpoints import (
     PostgresEndpoint,
     SparkConnectEndpoint,
 )
-from hudi_connect.stack.engine import podman_command
-from hudi_connect.stack.standalone import StackEndpoints, env_of, render_env_file
+from hudi_connect_stack.engine import podman_command
+from hudi_connect_stack.standalone import StackEndpoints, env_of, render_env_file
+
+from hudi_connect_stack import images
 
 
 @pytest.fixture

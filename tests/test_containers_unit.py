@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from hudi_connect import versions
-from hudi_connect.errors import ServiceStartError
-from hudi_connect.stack.azurite import BLOB_PORT, azurite_flags
-from hudi_connect.stack.containers import (
+from hudi_connect_stack.azurite import BLOB_PORT, azurite_flags
+from hudi_connect_stack.containers import (
     ANY_ADDRESS,
     AZURITE_DATA,
     CONTAINER_PYTHON,
@@ -33,17 +30,20 @@ from hudi_connect.stack.containers import (
     kafka_env,
     load_images,
 )
-from hudi_connect.stack.endpoints import (
+from hudi_connect_stack.endpoints import (
     AzuriteEndpoint,
     GcsEndpoint,
     HdfsEndpoint,
     MinioEndpoint,
     StorageEndpoints,
 )
-from hudi_connect.stack.fake_gcs import fake_gcs_flags
-from hudi_connect.stack.hdfs import ROLES
-from hudi_connect.stack.postgres import DATABASE, DB_USER
-from hudi_connect.stack.spark_connect import storage_env
+from hudi_connect_stack.fake_gcs import fake_gcs_flags
+from hudi_connect_stack.hdfs import ROLES
+from hudi_connect_stack.postgres import DATABASE, DB_USER
+from hudi_connect_stack.spark_connect import storage_env
+
+from hudi_connect.core.errors import ServiceStartError
+from hudi_connect_stack import versions
 
 MINIO = MinioEndpoint("http://127.0.0.1:9000", "access-xyz", "secret-very-secret")
 HDFS_PORTS = {role: 20000 + index for index, role in enumerate(ROLES)}

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pytest
 
-from hudi_connect.executor.contracts import (
+from hudi_connect.core.executor.contracts import (
     CDC_SPLITS,
     LISTING,
     LOCATIONS,
@@ -20,7 +20,7 @@ from hudi_connect.executor.contracts import (
     RowContract,
     SliceRow,
 )
-from hudi_connect.executor.slices import listing_batch
+from hudi_connect.core.executor.slices import listing_batch
 
 
 def test_each_contract_round_trips_its_rows_and_declares_its_columns_to_spark() -> None:

@@ -7,9 +7,9 @@ import inspect
 import pkgutil
 
 import hudi_connect
-from hudi_connect.errors import HudiConnectError
+from hudi_connect.core.errors import HudiConnectError
 
-HARNESS = ("hudi_connect.stack", "hudi_connect.testing", "hudi_connect.local", "hudi_connect.demo")
+HARNESS = ("hudi_connect_stack", "hudi_connect_stack.testing", "hudi_connect_stack.local", "hudi_connect.demo")
 ENTRY_PACKAGES = ("hudi_connect.cdc", "hudi_connect.reverse", "hudi_connect.spec")
 # what the entry packages export for their own plumbing or tests, not for users (RFC-64's split helpers, CDC's
 # inference cases)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.fixture_tables import fixture_names, local_table_view, unzip_fixture
 
-from hudi_connect.format.fs_view import BaseFile, LogFile, StoredFile, file_slices_at, parse_data_file
-from hudi_connect.format.timeline import Timeline, parse_instant_file_name
-from hudi_connect.testing.fixture_tables import fixture_names, local_table_view, unzip_fixture
+from hudi_connect.core.format.fs_view import BaseFile, LogFile, StoredFile, file_slices_at, parse_data_file
+from hudi_connect.core.format.timeline import Timeline, parse_instant_file_name
 
 
 def test_file_names_parse() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hudi_connect.errors import InvalidInstantError
-from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline, range_time
+from hudi_connect.core.errors import InvalidInstantError
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline, range_time
 
 # requested times in one order, completion times in another: b was requested after a but completed before it
 A = Instant("20261120100000000", Action.COMMIT, InstantState.COMPLETED, "20261120100009000")

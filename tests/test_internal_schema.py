@@ -10,8 +10,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.format.internal_schema import (
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.format.internal_schema import (
     column_renames,
     latest_history_file,
     renames_needed,

@@ -1,4 +1,4 @@
-"""Tests of hudi_connect.format.log, the pure-Python decoder of Hudi log files.
+"""Tests of hudi_connect.core.format.log, the pure-Python decoder of Hudi log files.
 
 Datasets: the real tables of shared/fixtures/hudi-rs-tables, written by Apache
 Hudi (see its README.md for each table's history):
@@ -39,11 +39,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hudi_connect.errors import HudiConnectError, LogDecodeError
-from hudi_connect.format.log import (
+from hudi_connect.core.errors import HudiConnectError, LogDecodeError
+from hudi_connect.core.format.log import (
     MAGIC,
     DeleteRecord,
     HeaderKey,
@@ -56,7 +57,6 @@ from hudi_connect.format.log import (
     read_log_blocks,
     rollback_target,
 )
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
 
 Tables = Callable[[str], Path]  # fixture table name -> its base path, unzipped once per session
 REPO = Path(__file__).resolve().parents[1]
@@ -710,19 +710,21 @@ def _imports(path: Path) -> Iterator[str]:
 
 
 def test_package_imports_only_stdlib_pyarrow_and_fastavro() -> None:
-    sources = [*sorted((REPO / "hudi_connect" / "log").glob("*.py")), REPO / "hudi_connect" / "errors.py"]
+    core = REPO / "hudi_connect" / "core"
+    sources = [*sorted((core / "format" / "log").glob("*.py")), core / "errors.py"]
+    assert len(sources) > 3
     for source in sources:
         for module in _imports(source):
             top = module.split(".")[0]
             allowed = top in sys.stdlib_module_names or top in {"pyarrow", "fastavro"} or \
-                module == "hudi_connect.errors" or module.startswith("hudi_connect.format.log")
+                module == "hudi_connect.core.errors" or module.startswith("hudi_connect.core.format.log")
             assert allowed, f"{source.name} imports {module}"
     # Loaded without hudi_connect/__init__.py, as from a zip of just these modules, nothing else comes along.
     probe = (
         "import sys, types\n"
         f"package = types.ModuleType('hudi_connect'); package.__path__ = [{str(REPO / 'hudi_connect')!r}]\n"
         "sys.modules['hudi_connect'] = package\n"
-        "import hudi_connect.format.log\n"
+        "import hudi_connect.core.format.log\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'pyspark', 'pandas', 'py4j', 'grpc'}))\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -3,8 +3,8 @@ which metadata log blocks count, and when the metadata table is behind."""
 
 from __future__ import annotations
 
-from hudi_connect.executor.metadata_reader import DataTimeline, MetadataSource, caught_up, valid_block_instants
-from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.core.executor.metadata_reader import DataTimeline, MetadataSource, caught_up, valid_block_instants
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline
 
 DONE, PENDING = InstantState.COMPLETED, InstantState.INFLIGHT
 

@@ -1,4 +1,4 @@
-"""Tests of hudi_connect.format.metadata: HFiles, metadata records and their merge, against real metadata tables.
+"""Tests of hudi_connect.core.format.metadata: HFiles, metadata records and their merge, against real metadata tables.
 
 Datasets: the tables of shared/fixtures/hudi-rs-tables written by Hudi 1.1
 (table version 9) with a metadata table (see its README.md for each history):
@@ -40,11 +40,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hudi import HudiTableBuilder
+from hudi_connect_stack.testing.fixture_tables import LocalTableView, local_table_view, unzip_fixture
 
-from hudi_connect.errors import HFileDecodeError, HudiConnectError, MetadataTableError
-from hudi_connect.format.fs_view import FileSlice, file_slices_at
-from hudi_connect.format.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
-from hudi_connect.format.metadata import (
+from hudi_connect.core.errors import HFileDecodeError, HudiConnectError, MetadataTableError
+from hudi_connect.core.format.fs_view import FileSlice, file_slices_at
+from hudi_connect.core.format.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
+from hudi_connect.core.format.metadata import (
     ALL_PARTITIONS_KEY,
     ColumnStats,
     HFileCompression,
@@ -76,8 +77,12 @@ from hudi_connect.format.metadata import (
     secondary_index_key,
     unwrap_value,
 )
-from hudi_connect.format.metadata.keys import data_partition, partition_identifier, secondary_index_key_parts, xxhash64
-from hudi_connect.testing.fixture_tables import LocalTableView, local_table_view, unzip_fixture
+from hudi_connect.core.format.metadata.keys import (
+    data_partition,
+    partition_identifier,
+    secondary_index_key_parts,
+    xxhash64,
+)
 
 Tables = Callable[[str], Path]
 META_TABLES = ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite"]
@@ -436,7 +441,7 @@ def _arrow_stats(column: pa.ChunkedArray) -> tuple[object, object, int]:
 
 def file_column_stats(path: Path, column: str) -> tuple[object, object, int, int]:
     """Min, max, null count and row count of a column of a Parquet base file, or of the records of a log
-    file's data blocks (decoded by hudi_connect.format.log; a log file of deletes only has no values)."""
+    file's data blocks (decoded by hudi_connect.core.format.log; a log file of deletes only has no values)."""
     if path.suffix == ".parquet":
         table = pq.ParquetFile(path).read(columns=[column], use_threads=False)
     else:

@@ -13,8 +13,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from hudi_connect.errors import SchemaMismatchError
-from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.core.errors import SchemaMismatchError
+from hudi_connect.core.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
 from hudi_connect.table import options as opts
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.schema_check import check_write_schema, ensure_columns, type_accepts

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice_partial
+from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice_partial
 
 FIELDS = ("a", "b", "_hoodie_commit_time")
 

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.process import free_port, launch, log_tail, pid_alive, port_open, stop, wait_until_ready
 
-from hudi_connect.errors import ServiceStartError
-from hudi_connect.stack.process import free_port, launch, log_tail, pid_alive, port_open, stop, wait_until_ready
+from hudi_connect.core.errors import ServiceStartError
 
 
 def test_free_port_can_be_bound_on_loopback() -> None:

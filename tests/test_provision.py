@@ -7,11 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.versions import JarSet, MavenArtifact
 
-from hudi_connect import versions
-from hudi_connect.errors import ProvisioningError
-from hudi_connect.stack import provision
-from hudi_connect.versions import JarSet, MavenArtifact
+from hudi_connect.core.errors import ProvisioningError
+from hudi_connect_stack import provision, versions
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 

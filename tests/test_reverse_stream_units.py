@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
-from hudi_connect.errors import HudiConnectError
-from hudi_connect.executor.object_store import (
+from hudi_connect.core.errors import HudiConnectError
+from hudi_connect.core.executor.object_store import (
     RESULTS_SCHEMA,
     StorageOp,
     StorageResult,
@@ -19,8 +19,8 @@ from hudi_connect.executor.object_store import (
     execute_ops,
     ops_request,
 )
-from hudi_connect.executor.postgres import Connection, quote
-from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
+from hudi_connect.core.executor.postgres import Connection, quote
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline, parse_instant_file_name
 from hudi_connect.reverse.checkpoint import Checkpoint, claim_name, origin, validate_stream_name
 from hudi_connect.reverse.sink import BatchContext
 from hudi_connect.reverse.sinks.files import _BATCH_DIRECTORY, FileSink, batch_directory
@@ -476,7 +476,7 @@ def test_last_reads_the_highest_claim_and_skips_hidden_files(tmp_path: Path) -> 
 def test_ops_after_a_lost_create_are_skipped(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from hudi_connect.executor.object_store import execute_ops, ops_request
+    from hudi_connect.core.executor.object_store import execute_ops, ops_request
 
     claim, published = tmp_path / "claim", tmp_path / "published"
     claim.write_text("the other run's")

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.format.schema_evolution import (
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.format.schema_evolution import (
     TypeChange,
     align,
     check_promotable,

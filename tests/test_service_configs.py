@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from hudi_connect.client.server import REQUIRED_HUDI_CONFS, missing_hudi_confs
-from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.stack.endpoints import (
+from hudi_connect_stack.endpoints import (
     AzuriteEndpoint,
     GcsEndpoint,
     HdfsEndpoint,
@@ -17,9 +14,12 @@ from hudi_connect.stack.endpoints import (
     SparkConnectEndpoint,
     StorageEndpoints,
 )
-from hudi_connect.stack.kafka import new_cluster_id, render_server_properties
-from hudi_connect.stack.postgres import postgres_command
-from hudi_connect.stack.spark_connect import HUDI_CONFS, render_server_confs, storage_env
+from hudi_connect_stack.kafka import new_cluster_id, render_server_properties
+from hudi_connect_stack.postgres import postgres_command
+from hudi_connect_stack.spark_connect import HUDI_CONFS, render_server_confs, storage_env
+
+from hudi_connect.client.server import REQUIRED_HUDI_CONFS, missing_hudi_confs
+from hudi_connect.core.errors import ServerMisconfiguredError
 
 MINIO = MinioEndpoint("http://127.0.0.1:9000", "access-xyz", "secret-very-secret")
 
@@ -141,8 +141,9 @@ def test_postgres_dsn_quotes_credentials(user: str, password: str) -> None:
     ("4.1.3", "org.apache.hudi:hudi-spark4.1-bundle_2.13:1.2.0"),
 ])
 def test_the_missing_bundle_is_named_for_the_servers_spark_line(spark_version: str, bundle: str) -> None:
+    from hudi_connect_stack.versions import hudi_bundle
+
     from hudi_connect.client.server import bundle_advice
-    from hudi_connect.versions import hudi_bundle
 
     assert hudi_bundle(spark_version).coordinate == bundle
     advice = bundle_advice(spark_version)
@@ -151,7 +152,7 @@ def test_the_missing_bundle_is_named_for_the_servers_spark_line(spark_version: s
 
 
 def test_a_spark_4_plain_server_binds_loopback_and_has_no_hudi_conf(tmp_path: Path) -> None:
-    from hudi_connect.stack.process import LOOPBACK
+    from hudi_connect_stack.process import LOOPBACK
 
     confs = render_server_confs("plain-4.1", port=15002, work_dir=tmp_path)
     assert confs["spark.connect.grpc.binding.address"] == LOOPBACK

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.process import RunningService, ServiceProcess, launch, pid_alive, stop
+from hudi_connect_stack.shared import SharedServices
 
-from hudi_connect.errors import ServiceStartError
-from hudi_connect.stack.endpoints import KafkaEndpoint
-from hudi_connect.stack.process import RunningService, ServiceProcess, launch, pid_alive, stop
-from hudi_connect.stack.shared import SharedServices
+from hudi_connect.core.errors import ServiceStartError
 
 
 def _sleeper(run_dir: Path) -> RunningService:

@@ -8,13 +8,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
+from hudi_connect_stack.testing.compare import arrow_multiset
+from hudi_connect_stack.testing.fixture_tables import LocalTableView, fixture_names, local_table_view, unzip_fixture
 
-from hudi_connect.executor.slices import SliceReadConfig, read_slice
-from hudi_connect.format.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
-from hudi_connect.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
-from hudi_connect.format.table_schema import record_schema
-from hudi_connect.testing.compare import arrow_multiset
-from hudi_connect.testing.fixture_tables import LocalTableView, fixture_names, local_table_view, unzip_fixture
+from hudi_connect.core.executor.slices import SliceReadConfig, read_slice
+from hudi_connect.core.format.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
+from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
+from hudi_connect.core.format.table_schema import record_schema
 
 MOR_AND_COW = [n for n in fixture_names() if n != "cow_v6_empty"]
 

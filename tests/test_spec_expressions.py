@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_connect.format.expressions import (
+from hudi_connect.core.format.expressions import (
     ColumnRange,
     Expression,
     col,
@@ -25,8 +25,8 @@ from hudi_connect.format.expressions import (
     partition_may_match,
     stats_may_match,
 )
-from hudi_connect.format.fs_view import BaseFile, FileSlice
-from hudi_connect.format.spec_models import PartitionDescriptor
+from hudi_connect.core.format.fs_view import BaseFile, FileSlice
+from hudi_connect.core.format.spec_models import PartitionDescriptor
 from hudi_connect.spec.file_index import balanced_splits
 
 values = st.one_of(st.none(), st.integers(-5, 5))

@@ -1,4 +1,4 @@
-"""Which client reads which URI, and with what settings: the pure rules of :mod:`hudi_connect.executor.storage`
+"""Which client reads which URI, and with what settings: the pure rules of :mod:`hudi_connect.core.executor.storage`
 (the real servers of each storage are in integration/test_storages.py)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hudi_connect.errors import StorageAccessError, UnsupportedStorageError
-from hudi_connect.executor.storage import azure, hdfs, location_of, read_bytes
-from hudi_connect.executor.storage.s3 import S3Settings, filesystem_options
+from hudi_connect.core.errors import StorageAccessError, UnsupportedStorageError
+from hudi_connect.core.executor.storage import azure, hdfs, location_of, read_bytes
+from hudi_connect.core.executor.storage.s3 import S3Settings, filesystem_options
 
 
 @pytest.mark.parametrize(("uri", "kind", "authority", "path"), [
@@ -97,7 +97,7 @@ def test_a_storage_failure_is_a_storage_access_error_and_a_missing_file_is_not(t
 def test_directory_markers_are_no_files() -> None:
     import pyarrow.fs as pafs
 
-    from hudi_connect.executor.storage import without_directory_markers
+    from hudi_connect.core.executor.storage import without_directory_markers
 
     listed = [pafs.FileInfo("c/t/p1", pafs.FileType.File, size=0),  # WASB's blob for the directory
               pafs.FileInfo("c/t/p1", pafs.FileType.Directory),
@@ -112,7 +112,7 @@ def test_directory_markers_are_no_files() -> None:
 def test_a_flat_gcs_listing_finds_directories_from_the_files_below_them() -> None:
     import pyarrow.fs as pafs
 
-    from hudi_connect.executor.storage import _first_level
+    from hudi_connect.core.executor.storage import _first_level
 
     recursive = [pafs.FileInfo("b/root/0001_full/_SUCCESS", pafs.FileType.File, size=0),
                  pafs.FileInfo("b/root/0001_full/part-0.parquet", pafs.FileType.File, size=5),
@@ -124,14 +124,14 @@ def test_a_flat_gcs_listing_finds_directories_from_the_files_below_them() -> Non
 
 
 def test_a_scheme_without_a_client_is_refused_before_the_server_is_asked() -> None:
+    from hudi_connect_stack.process import free_port
     from pyspark.sql.connect.session import SparkSession
 
     from hudi_connect.cdc import ChangeQuery
     from hudi_connect.client.remote_files import run_storage_ops
-    from hudi_connect.executor.object_store import StorageOp
+    from hudi_connect.core.executor.object_store import StorageOp
     from hudi_connect.reader import TableReader
     from hudi_connect.spec import FileIndex, RecordIndex
-    from hudi_connect.stack.process import free_port
 
     # a session whose server does not exist: any call to it would fail as a lost server, not as this refusal
     nowhere = SparkSession(f"sc://127.0.0.1:{free_port()}")  # (the builder would set its options there)

@@ -9,17 +9,18 @@ import zipfile
 
 import pyarrow as pa
 import pytest
+from hudi_connect_stack.testing.fixture_tables import fixture_names, fixtures_dir
 
-from hudi_connect.errors import UnsupportedTableFeatureError
-from hudi_connect.executor.listing import PartitionFilter
-from hudi_connect.executor.slices import SliceReadConfig, record_keys, refuse_unsupported_block
-from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.expressions import col
-from hudi_connect.format.fs_view import StoredFile, parse_data_file
-from hudi_connect.format.log.format import HeaderKey, LogBlock, LogBlockType
-from hudi_connect.format.spec_models import PartitionDescriptor
-from hudi_connect.format.table_config import TableProperties, parse_java_properties
-from hudi_connect.format.table_features import (
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.executor.listing import PartitionFilter
+from hudi_connect.core.executor.slices import SliceReadConfig, record_keys, refuse_unsupported_block
+from hudi_connect.core.format.commit_metadata import CommitMetadata
+from hudi_connect.core.format.expressions import col
+from hudi_connect.core.format.fs_view import StoredFile, parse_data_file
+from hudi_connect.core.format.log.format import HeaderKey, LogBlock, LogBlockType
+from hudi_connect.core.format.spec_models import PartitionDescriptor
+from hudi_connect.core.format.table_config import TableProperties, parse_java_properties
+from hudi_connect.core.format.table_features import (
     KeyEncoding,
     MergeMode,
     check_column_types,
@@ -30,8 +31,7 @@ from hudi_connect.format.table_features import (
     record_key_encoding,
     unsupported_features,
 )
-from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
-from hudi_connect.testing.fixture_tables import fixture_names, fixtures_dir
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline
 
 
 def fixture_properties(name: str) -> dict[str, str]:
@@ -252,7 +252,7 @@ def test_schema_on_read_is_refused_in_change_queries_and_log_compaction_everywhe
         check_timeline_readable(Timeline((commit, pending)), metadata)
     with pytest.raises(UnsupportedTableFeatureError, match="log compaction"):
         check_timeline_readable(Timeline((commit, pending)), metadata, schema_on_read=True)
-    # the snapshot readers and listing match columns by id (hudi_connect.format.internal_schema)
+    # the snapshot readers and listing match columns by id (hudi_connect.core.format.internal_schema)
     evolved = {commit: CommitMetadata("UPSERT", (), {}, {"latest_schema": '{"max_column_id": 3}'})}
     check_timeline_readable(Timeline((commit,)), evolved, schema_on_read=True)
     with pytest.raises(UnsupportedTableFeatureError, match="change queries"):

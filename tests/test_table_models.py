@@ -5,12 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
 
-from hudi_connect.errors import InvalidInstantError, UnsupportedTableVersionError
-from hudi_connect.format.commit_metadata import decode_commit_metadata
-from hudi_connect.format.table_config import CdcLoggingMode, TableProperties, TableType, parse_java_properties
-from hudi_connect.format.timeline import Action, InstantState, Timeline, parse_instant_file_name, validate_instant_time
-from hudi_connect.testing.fixture_tables import fixture_names, unzip_fixture
+from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableVersionError
+from hudi_connect.core.format.commit_metadata import decode_commit_metadata
+from hudi_connect.core.format.table_config import CdcLoggingMode, TableProperties, TableType, parse_java_properties
+from hudi_connect.core.format.timeline import (
+    Action,
+    InstantState,
+    Timeline,
+    parse_instant_file_name,
+    validate_instant_time,
+)
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from hudi_connect.client.worker_errors import library_errors, worker_refusal
-from hudi_connect.errors import UnsupportedTableFeatureError
+from hudi_connect.core.errors import UnsupportedTableFeatureError
 
 WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
-  File "/tmp/spark/userFiles/hudi_connect-5c3b.zip/hudi_connect/executor/slices.py", line 120, in _merged_blocks
+  File "/tmp/spark/userFiles/hudi_connect-5c3b.zip/hudi_connect/core/executor/slices.py", line 120, in _merged_blocks
     refuse_unsupported_block(block, uri)
-  File "/tmp/spark/hudi_connect-5c3b.zip/hudi_connect/executor/slices.py", line 111, in refuse_unsupported_block
+  File "/tmp/spark/hudi_connect-5c3b.zip/hudi_connect/core/executor/slices.py", line 111, in refuse_unsupported_block
     raise UnsupportedTableFeatureError("log compaction", "log block header COMPACTED_BLOCK_TIMES",
-hudi_connect.errors.UnsupportedTableFeatureError: f.log uses log compaction (log block header \
+hudi_connect.core.errors.UnsupportedTableFeatureError: f.log uses log compaction (log block header \
 COMPACTED_BLOCK_TIMES=1), which hudi-connect's readers do not implement
 """
 
@@ -30,7 +30,7 @@ def test_a_worker_refusal_becomes_the_same_class() -> None:
 
 def test_other_worker_errors_stay_as_they_are() -> None:
     assert worker_refusal(RuntimeError("FileNotFoundError: part=p0/x.parquet")) is None
-    assert worker_refusal(RuntimeError("hudi_connect.errors.NoSuchError: made up")) is None
+    assert worker_refusal(RuntimeError("hudi_connect.core.errors.NoSuchError: made up")) is None
 
 
 def test_library_errors_raises_a_worker_refusal_as_ours_around_the_users_code() -> None:
@@ -47,9 +47,9 @@ def test_a_refusal_leaves_a_worker_body_with_a_one_frame_traceback_and_no_cause(
     message are on its last line: a refusal raised deep in a body, from a storage error, must leave short."""
     import traceback
 
-    from hudi_connect.errors import StorageAccessError
-    from hudi_connect.executor.refusals import worker_body
-    from hudi_connect.executor.storage import storage_access
+    from hudi_connect.core.errors import StorageAccessError
+    from hudi_connect.core.executor.refusals import worker_body
+    from hudi_connect.core.executor.storage import storage_access
 
     def deep(level: int) -> None:
         if level:
@@ -69,4 +69,4 @@ def test_a_refusal_leaves_a_worker_body_with_a_one_frame_traceback_and_no_cause(
     assert "direct cause" not in printed and "During handling" not in printed
     frames = [line for line in printed.splitlines() if line.strip().startswith('File "')]
     assert len(frames) == 2 and "refusals.py" in frames[1], printed  # this caller's, and the body's own
-    assert printed.rstrip().splitlines()[-1].startswith("hudi_connect.errors.StorageAccessError: listing gs://lake")
+    assert printed.rstrip().splitlines()[-1].startswith("hudi_connect.core.errors.StorageAccessError: listing gs://lake")

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 
 import grpc
 import pytest
+from hudi_connect_stack.process import free_port
 
 from hudi_connect.client.remote_files import RemoteFile
 from hudi_connect.client.server_loss import RetryPolicy, is_server_lost
-from hudi_connect.errors import ServerUnavailableError, WriteFailedError
-from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.timeline import Action, Instant, InstantState, Timeline
-from hudi_connect.stack.process import free_port
+from hudi_connect.core.errors import ServerUnavailableError, WriteFailedError
+from hudi_connect.core.format.commit_metadata import CommitMetadata
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline
 from hudi_connect.table.recovery import heartbeat_expiry_ms, live_heartbeats, plan_recovery
 from hudi_connect.table.write_outcome import WRITE_ID_OPTION, WriteState, new_write_id, write_outcome
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hudi_connect.format.commit_metadata import CommitMetadata, WriteStat
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.format.commit_metadata import CommitMetadata, WriteStat
+from hudi_connect.core.format.timeline import Instant
 
 
 class CdcInferenceCase(StrEnum):

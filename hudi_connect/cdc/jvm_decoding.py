@@ -4,7 +4,7 @@ A DATA_BEFORE_AFTER ``.cdc`` record is a whole change event: op, commit time,
 before and after images. Decoding them is most of a change query's time when
 Python workers do it record by record. Where the server has ``spark-avro`` (a
 module of Spark, not of Hudi), the workers only cut each record's bytes out of
-its block (:func:`hudi_connect.executor.cdc_as_is.cdc_record_bytes`) and
+its block (:func:`hudi_connect.core.executor.cdc_as_is.cdc_record_bytes`) and
 ``from_avro`` decodes them in the JVM, with the exact writer schema of the
 block, which a first small job collects (``cdc_writer_schemas``).
 

@@ -34,7 +34,7 @@ from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.errors import (
+from hudi_connect.core.errors import (
     HistoryUnavailableError,
     HudiConnectError,
     InvalidInstantError,
@@ -42,18 +42,18 @@ from hudi_connect.errors import (
     UnsupportedOperationError,
     UnsupportedTableFeatureError,
 )
-from hudi_connect.executor.cdc_as_is import (
+from hudi_connect.core.executor.cdc_as_is import (
     RECORD_BYTES_SCHEMA,
     WRITER_SCHEMAS_DDL,
     cdc_record_bytes,
     cdc_writer_schemas,
 )
-from hudi_connect.executor.cdc_events import change_events, event_schema
-from hudi_connect.executor.contracts import CDC_SPLITS, CdcSplitRow
-from hudi_connect.executor.slices import SliceReadConfig
-from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
-from hudi_connect.format.expressions import Expression
-from hudi_connect.format.fs_view import (
+from hudi_connect.core.executor.cdc_events import change_events, event_schema
+from hudi_connect.core.executor.contracts import CDC_SPLITS, CdcSplitRow
+from hudi_connect.core.executor.slices import SliceReadConfig
+from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
+from hudi_connect.core.format.expressions import Expression
+from hudi_connect.core.format.fs_view import (
     BlockValidity,
     FileSlice,
     StoredFile,
@@ -61,11 +61,11 @@ from hudi_connect.format.fs_view import (
     replaced_file_groups,
     valid_block_instants,
 )
-from hudi_connect.format.schema_evolution import check_promotable, schema_history_changes
-from hudi_connect.format.table_config import CdcLoggingMode, TableProperties
-from hudi_connect.format.table_features import check_column_types, check_timeline_readable
-from hudi_connect.format.table_schema import META_COLUMNS, record_schema
-from hudi_connect.format.timeline import Instant, Timeline, range_time
+from hudi_connect.core.format.schema_evolution import check_promotable, schema_history_changes
+from hudi_connect.core.format.table_config import CdcLoggingMode, TableProperties
+from hudi_connect.core.format.table_features import check_column_types, check_timeline_readable
+from hudi_connect.core.format.table_schema import META_COLUMNS, record_schema
+from hudi_connect.core.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reader import TableReader
 from hudi_connect.spec.file_index import conjunction
 from hudi_connect.spec.spark_columns import all_of
@@ -485,7 +485,7 @@ def _cleaned_state(split: CdcSplit, mode: CdcLoggingMode | None, before: FileSli
 
 def _split_row(split: CdcSplit, slices: Callable[[str], dict[tuple[str, str], FileSlice]], timeline: Timeline,
                mode: CdcLoggingMode | None) -> CdcSplitRow:
-    """One row of the :data:`~hudi_connect.executor.contracts.CDC_SPLITS` contract: the slices (or ``.cdc``
+    """One row of the :data:`~hudi_connect.core.executor.contracts.CDC_SPLITS` contract: the slices (or ``.cdc``
     files) a worker reads for the split."""
     before_as_of, after_as_of = _side_instants(split, mode)
     before, after = _sides(split, slices, mode)

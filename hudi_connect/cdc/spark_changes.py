@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from hudi_connect.format.table_schema import META_COLUMNS
+from hudi_connect.core.format.table_schema import META_COLUMNS
 
 DeduplicationMode = Literal["none", "dropCarryovers", "netChanges"]
 DEDUPLICATION_MODES: tuple[DeduplicationMode, ...] = ("none", "dropCarryovers", "netChanges")

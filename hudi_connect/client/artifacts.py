@@ -1,6 +1,6 @@
 """Shipping hudi-connect's own code to the server's Python workers.
 
-The workers import :mod:`hudi_connect.executor.slices` (and what it needs) from a
+The workers import :mod:`hudi_connect.core.executor.slices` (and what it needs) from a
 zip added to the session with ``addArtifacts(..., pyfile=True)``, so the
 server needs no install of ours. The zip is named by its content hash: a
 changed package is a new artifact, an unchanged one is shipped once per session.
@@ -18,9 +18,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # hudi_connect/
-# What workers import: the two lower layers and the errors they raise.
-WORKER_PACKAGES = ("format", "executor")
-WORKER_MODULES = ("errors.py",)
+WORKER_FOLDER = PACKAGE_ROOT / "core"  # what workers import, whole: nothing else of the library
 # In the zip, the package's __init__ is this stub: the real one imports the client API.
 WORKER_INIT = b'"""hudi-connect\'s worker artifact: the Hudi format and the executor functions only."""\n'
 
@@ -31,10 +29,8 @@ _zip_by_stamp: dict[tuple[tuple[str, int, int], ...], Path] = {}
 def worker_sources() -> list[tuple[str, bytes]]:
     """(name in the zip, content) of every module the workers may import, sorted."""
     sources = [("hudi_connect/__init__.py", WORKER_INIT)]
-    for package in WORKER_PACKAGES:
-        for source in sorted((PACKAGE_ROOT / package).rglob("*.py")):
-            sources.append((f"hudi_connect/{source.relative_to(PACKAGE_ROOT).as_posix()}", source.read_bytes()))
-    sources += [(f"hudi_connect/{name}", (PACKAGE_ROOT / name).read_bytes()) for name in WORKER_MODULES]
+    sources += [(f"hudi_connect/{source.relative_to(PACKAGE_ROOT).as_posix()}", source.read_bytes())
+                for source in WORKER_FOLDER.rglob("*.py")]
     return sorted(sources)
 
 
@@ -52,8 +48,7 @@ def package_zip() -> Path:
 
 def _sources_stamp() -> tuple[tuple[str, int, int], ...]:
     """Path, size and modification time of every source the zip holds: a changed file changes it."""
-    paths = [p for package in WORKER_PACKAGES for p in (PACKAGE_ROOT / package).rglob("*.py")]
-    paths += [PACKAGE_ROOT / name for name in WORKER_MODULES]
+    paths = list(WORKER_FOLDER.rglob("*.py"))
     stats = ((str(p), p.stat()) for p in paths)
     return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats))
 

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.task_rows import map_task_rows, task_rows
-from hudi_connect.executor.object_store import (
+from hudi_connect.core.executor.object_store import (
     OPS_SCHEMA,
     RESULTS_DDL,
     StorageOp,
@@ -29,8 +29,8 @@ from hudi_connect.executor.object_store import (
     execute_ops,
     ops_request,
 )
-from hudi_connect.executor.storage import location_of
-from hudi_connect.format.fs_view import StoredFile
+from hudi_connect.core.executor.storage import location_of
+from hudi_connect.core.format.fs_view import StoredFile
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,19 @@ from collections.abc import Callable, Mapping
 from pyspark.sql import SparkSession
 
 from hudi_connect.client.server_loss import DEFAULT_SERVER_TIMEOUT, bound_server_wait, server_timeout
-from hudi_connect.errors import ServerMisconfiguredError
-from hudi_connect.versions import hudi_bundle
+from hudi_connect.core.errors import ServerMisconfiguredError
+
+# The Hudi release hudi-connect is built and tested against (the harness provisions this one too).
+HUDI_VERSION = "1.2.0"
+HUDI_GROUP = "org.apache.hudi"
+
+
+def hudi_bundle_artifact(spark_version: str) -> str:
+    """Hudi's Spark bundle for a server of ``spark_version``: one per Spark line (``hudi-spark3.5-bundle_2.12``,
+    ``hudi-spark4.1-bundle_2.13``); Spark 4 is built for Scala 2.13 only."""
+    major, minor = spark_version.split(".")[:2]
+    return f"hudi-spark{major}.{minor}-bundle_{'2.12' if major == '3' else '2.13'}"
+
 
 # conf key -> (a value the server must contain, why Hudi needs it)
 REQUIRED_HUDI_CONFS: Mapping[str, tuple[str, str]] = {
@@ -89,7 +100,7 @@ def missing_hudi_confs(server_confs: Mapping[str, str | None]) -> list[str]:
 
 def bundle_advice(spark_version: str) -> str:
     """Which Hudi bundle a server of ``spark_version`` needs, and where it may come from."""
-    bundle = hudi_bundle(spark_version).coordinate
+    bundle = f"{HUDI_GROUP}:{hudi_bundle_artifact(spark_version)}:{HUDI_VERSION}"
     advice = f"Hudi's bundle for Spark {'.'.join(spark_version.split('.')[:2])} on its classpath (--packages {bundle})"
     if not spark_version.startswith("3."):
         advice += ("; Spark 4 bundles are missing from some Maven mirrors: take the jar from your own repository "

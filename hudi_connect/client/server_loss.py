@@ -5,7 +5,7 @@ pyspark's Connect client retries an unreachable server for about ten minutes
 that release finished results. :func:`bound_server_wait` shrinks that to a
 budget of seconds on one session; :func:`is_server_lost` tells a lost server
 from a query the server refused; :func:`over_connect` turns the first into
-:class:`~hudi_connect.errors.ServerUnavailableError` at hudi-connect's entry
+:class:`~hudi_connect.core.errors.ServerUnavailableError` at hudi-connect's entry
 points.
 
 A lost server also loses the session: a Spark 3.5 server that comes back gives
@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from hudi_connect.client.session_close import guard_close
 from hudi_connect.client.storage_settings import with_server_settings
 from hudi_connect.client.worker_errors import worker_refusal
-from hudi_connect.errors import HudiConnectError, ServerUnavailableError, StorageAccessError
+from hudi_connect.core.errors import HudiConnectError, ServerUnavailableError, StorageAccessError
 
 DEFAULT_SERVER_TIMEOUT = 30.0  # seconds of retrying an unreachable server before giving up
 _TIMEOUT_ATTRIBUTE = "_hudi_connect_server_timeout"

@@ -3,7 +3,7 @@
 A Spark server configured the usual Hadoop way (``spark.hadoop.fs.s3a.access.key``, ``fs.gs.*``,
 ``fs.azure.*``) reads ``hoodie.properties`` and Parquet through its JVM, while the workers that read Hudi's
 log files and timeline see only their environment. When a worker then fails to reach storage, the
-:class:`~hudi_connect.errors.StorageAccessError` it raised is completed here with the storage settings the
+:class:`~hudi_connect.core.errors.StorageAccessError` it raised is completed here with the storage settings the
 server's configuration holds (their names only, never their values) and what to set instead.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from hudi_connect.errors import HudiConnectError, StorageAccessError
+from hudi_connect.core.errors import HudiConnectError, StorageAccessError
 
 # Hadoop settings with a meaning for the workers, by storage, and the environment that carries it there
 HADOOP_SETTINGS: dict[str, str] = {

@@ -28,19 +28,31 @@ from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import over_connect
 from hudi_connect.client.task_rows import spark_schema, task_rows
-from hudi_connect.errors import InvalidInstantError, NotAHudiTableError, TableNotFoundError, UnsupportedStorageError
-from hudi_connect.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
-from hudi_connect.executor.object_store import StorageOp, StorageResult
-from hudi_connect.executor.storage import location_of, supported_schemes
-from hudi_connect.format import archived_timeline as archive
-from hudi_connect.format.archived_timeline import ArchivedTimeline, archived_instant
-from hudi_connect.format.commit_metadata import CommitMetadata, decode_commit_metadata
-from hudi_connect.format.fs_view import StoredFile
-from hudi_connect.format.history import HistoryEntry, history_entries
-from hudi_connect.format.history_bounds import CleanedBound, cleaned_bound, earliest_commit_to_retain, latest_clean
-from hudi_connect.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
-from hudi_connect.format.table_config import TableProperties, parse_java_properties
-from hudi_connect.format.timeline import Action, Instant, InstantFile, InstantState, Timeline, parse_instant_file_name
+from hudi_connect.core.errors import (
+    InvalidInstantError,
+    NotAHudiTableError,
+    TableNotFoundError,
+    UnsupportedStorageError,
+)
+from hudi_connect.core.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
+from hudi_connect.core.executor.object_store import StorageOp, StorageResult
+from hudi_connect.core.executor.storage import location_of, supported_schemes
+from hudi_connect.core.format import archived_timeline as archive
+from hudi_connect.core.format.archived_timeline import ArchivedTimeline, archived_instant
+from hudi_connect.core.format.commit_metadata import CommitMetadata, decode_commit_metadata
+from hudi_connect.core.format.fs_view import StoredFile
+from hudi_connect.core.format.history import HistoryEntry, history_entries
+from hudi_connect.core.format.history_bounds import CleanedBound, cleaned_bound, earliest_commit_to_retain, latest_clean
+from hudi_connect.core.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
+from hudi_connect.core.format.table_config import TableProperties, parse_java_properties
+from hudi_connect.core.format.timeline import (
+    Action,
+    Instant,
+    InstantFile,
+    InstantState,
+    Timeline,
+    parse_instant_file_name,
+)
 
 
 def load_properties(spark: SparkSession, path: str) -> TableProperties:
@@ -359,7 +371,7 @@ class TimelineView:
         return {i: self._metadata_cache[key] for key, i in wanted.items() if key in self._metadata_cache}
 
     def cleaned_bound(self, timeline: Timeline) -> CleanedBound | None:
-        """The cleaner's bound on ``timeline`` (see :mod:`~hudi_connect.format.history_bounds`): the latest
+        """The cleaner's bound on ``timeline`` (see :mod:`~hudi_connect.core.format.history_bounds`): the latest
         completed clean's metadata, read once per view."""
         clean = latest_clean(timeline)
         if clean is None:

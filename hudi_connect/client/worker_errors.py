@@ -1,8 +1,8 @@
 """Refusals raised inside Spark's Python workers, arriving on the client as the library's own errors.
 
-A worker that meets something the readers do not implement raises one of :mod:`hudi_connect.errors`; Spark
+A worker that meets something the readers do not implement raises one of :mod:`hudi_connect.core.errors`; Spark
 hands the client a ``PythonException`` whose text ends with the worker's traceback, its last line
-``hudi_connect.errors.<Class>: <message>``. Calls that collect on the client (:func:`over_connect`) raise
+``hudi_connect.core.errors.<Class>: <message>``. Calls that collect on the client (:func:`over_connect`) raise
 that class again with the message, so a user catches the same class whether a refusal was found while
 planning or while reading. A DataFrame the user runs runs outside the library: :func:`library_errors` does
 the same around any code of theirs. The Spark error stays reachable as the refusal's ``__context__``, but is
@@ -19,10 +19,10 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hudi_connect import errors
-from hudi_connect.errors import HudiConnectError
+from hudi_connect.core import errors
+from hudi_connect.core.errors import HudiConnectError
 
-_RAISED = re.compile(r"^hudi_connect\.errors\.(?P<name>[A-Za-z]+): (?P<message>.+)$", re.MULTILINE)
+_RAISED = re.compile(r"^hudi_connect\.core\.errors\.(?P<name>[A-Za-z]+): (?P<message>.+)$", re.MULTILINE)
 
 
 def worker_refusal(error: BaseException) -> HudiConnectError | None:

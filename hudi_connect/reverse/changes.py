@@ -23,9 +23,9 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.cdc.query import ChangeQuery, delete_first
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.format.table_config import TableProperties
-from hudi_connect.format.table_schema import META_COLUMNS, RECORD_KEY_COLUMN
-from hudi_connect.format.timeline import Instant
+from hudi_connect.core.format.table_config import TableProperties
+from hudi_connect.core.format.table_schema import META_COLUMNS, RECORD_KEY_COLUMN
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 
 StreamMode = Literal["changes", "latest"]

@@ -23,10 +23,10 @@ from pyspark.sql import SparkSession
 from hudi_connect.client import remote_files
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.errors import CheckpointConflictError, HudiConnectError
-from hudi_connect.executor.object_store import StorageOp, StorageResult
-from hudi_connect.format.table_config import TableProperties
-from hudi_connect.format.timeline import Action, Instant, InstantState, instant_time_of
+from hudi_connect.core.errors import CheckpointConflictError, HudiConnectError
+from hudi_connect.core.executor.object_store import StorageOp, StorageResult
+from hudi_connect.core.format.table_config import TableProperties
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, instant_time_of
 
 CheckpointKind = Literal["batch", "override", "reset"]
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

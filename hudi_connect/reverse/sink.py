@@ -7,7 +7,7 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame
 
-from hudi_connect.errors import SinkError
+from hudi_connect.core.errors import SinkError
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from hudi_connect.client.remote_files import data_files_op, run_storage_ops
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
-from hudi_connect.errors import HistoryUnavailableError, InvalidInstantError, ServerUnavailableError
-from hudi_connect.format.timeline import Instant, Timeline, range_time
+from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantError, ServerUnavailableError
+from hudi_connect.core.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
 from hudi_connect.reverse.sink import BatchContext, Sink

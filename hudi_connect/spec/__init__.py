@@ -1,7 +1,7 @@
 """The Table Spec API (RFC-64): table models, predicates and a lazy FileIndex."""
 
-from hudi_connect.format.expressions import ColumnRange, Expression, col, fn, lit
-from hudi_connect.format.spec_models import (
+from hudi_connect.core.format.expressions import ColumnRange, Expression, col, fn, lit
+from hudi_connect.core.format.spec_models import (
     FileGroup,
     PartitionDescriptor,
     PartitionIncrementalSnapshot,

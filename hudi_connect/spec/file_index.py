@@ -30,33 +30,33 @@ from hudi_connect.client.remote_files import MAX_BATCHED_FILES, data_files_op, r
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.executor.contracts import LISTING, MATCHES
-from hudi_connect.executor.listing import (
+from hudi_connect.core.executor.contracts import LISTING, MATCHES
+from hudi_connect.core.executor.listing import (
     PartitionFilter,
     StatsConfig,
     list_storage,
     match_by_footer,
 )
-from hudi_connect.executor.metadata_reader import (
+from hudi_connect.core.executor.metadata_reader import (
     DataTimeline,
     MetadataSource,
     list_through_metadata,
     match_by_metadata_stats,
 )
-from hudi_connect.executor.slices import BASE_URI_SCHEMA
-from hudi_connect.format.commit_metadata import CommitMetadata, latest_schema_json
-from hudi_connect.format.expressions import And, Expression
-from hudi_connect.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
-from hudi_connect.format.internal_schema import uses_schema_on_read
-from hudi_connect.format.schema_evolution import schema_history_changes
-from hudi_connect.format.spec_models import (
+from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
+from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
+from hudi_connect.core.format.expressions import And, Expression
+from hudi_connect.core.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
+from hudi_connect.core.format.internal_schema import uses_schema_on_read
+from hudi_connect.core.format.schema_evolution import schema_history_changes
+from hudi_connect.core.format.spec_models import (
     PartitionIncrementalSnapshot,
     PartitionSnapshot,
     TableDefinition,
     slice_bytes,
 )
-from hudi_connect.format.table_config import TableProperties
-from hudi_connect.format.table_features import (
+from hudi_connect.core.format.table_config import TableProperties
+from hudi_connect.core.format.table_features import (
     MergeMode,
     check_readable,
     check_timeline_readable,
@@ -64,8 +64,8 @@ from hudi_connect.format.table_features import (
     partial_updates,
     records_merge_columns,
 )
-from hudi_connect.format.table_schema import record_schema
-from hudi_connect.format.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.core.format.table_schema import record_schema
+from hudi_connect.core.format.timeline import Instant, Timeline, validate_instant_time
 
 
 @dataclass

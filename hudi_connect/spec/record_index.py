@@ -18,9 +18,9 @@ from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.errors import MetadataTableError, UnsupportedOperationError
-from hudi_connect.executor.contracts import LOCATIONS
-from hudi_connect.executor.metadata_reader import (
+from hudi_connect.core.errors import MetadataTableError, UnsupportedOperationError
+from hudi_connect.core.executor.contracts import LOCATIONS
+from hudi_connect.core.executor.metadata_reader import (
     KEYS_SCHEMA,
     METADATA_DIR,
     METADATA_TIMELINE_DIRS,
@@ -30,9 +30,9 @@ from hudi_connect.executor.metadata_reader import (
     locate,
     metadata_timeline_of,
 )
-from hudi_connect.executor.object_store import StorageOp
-from hudi_connect.format.metadata import RecordLocation
-from hudi_connect.format.table_features import check_readable
+from hudi_connect.core.executor.object_store import StorageOp
+from hudi_connect.core.format.metadata import RecordLocation
+from hudi_connect.core.format.table_features import check_readable
 
 
 class RecordIndex:
@@ -41,7 +41,7 @@ class RecordIndex:
     Mirrors Hudi's record-level index (index type ``RECORD_INDEX``): :meth:`tag` maps each key to the
     partition and file group holding it, as Hudi's index tags records with their locations, read from the
     metadata table only once it has caught up with the data table. Refused
-    (:class:`~hudi_connect.errors.UnsupportedOperationError`) on tables written without
+    (:class:`~hudi_connect.core.errors.UnsupportedOperationError`) on tables written without
     ``hoodie.metadata.record.index.enable``.
 
     Example::

@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import functions as F
 
-from hudi_connect.format.expressions import (
+from hudi_connect.core.format.expressions import (
     And,
     Column,
     Comparison,

@@ -26,7 +26,7 @@ from hudi_connect.client import remote_files
 from hudi_connect.client.server import require_hudi_server
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
-from hudi_connect.errors import (
+from hudi_connect.core.errors import (
     InvalidInstantError,
     ServerUnavailableError,
     SinkError,
@@ -35,18 +35,18 @@ from hudi_connect.errors import (
     WriteFailedError,
     WriterActiveError,
 )
-from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.history import HistoryEntry
-from hudi_connect.format.internal_schema import uses_schema_on_read
-from hudi_connect.format.table_config import (
+from hudi_connect.core.format.commit_metadata import CommitMetadata
+from hudi_connect.core.format.history import HistoryEntry
+from hudi_connect.core.format.internal_schema import uses_schema_on_read
+from hudi_connect.core.format.table_config import (
     CdcLoggingMode,
     MetadataPartition,
     TableProperties,
     TableType,
 )
-from hudi_connect.format.table_features import records_merge_columns
-from hudi_connect.format.table_schema import META_COLUMNS
-from hudi_connect.format.timeline import Instant, Timeline, range_time, validate_instant_time
+from hudi_connect.core.format.table_features import records_merge_columns
+from hudi_connect.core.format.table_schema import META_COLUMNS
+from hudi_connect.core.format.timeline import Instant, Timeline, range_time, validate_instant_time
 from hudi_connect.table import options as opts
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.recovery import (
@@ -510,7 +510,7 @@ class HudiTable:
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
     def _range_time(self, instant: Instant | str) -> str:
-        """The time Hudi compares in incremental ranges (:func:`~hudi_connect.format.timeline.range_time`)."""
+        """The time Hudi compares in incremental ranges (:func:`~hudi_connect.core.format.timeline.range_time`)."""
         return range_time(instant, by_completion=self._properties.ranges_by_completion)
 
     @over_connect("planning an incremental read")

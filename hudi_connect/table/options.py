@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hudi_connect.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
+from hudi_connect.core.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
 
 SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"

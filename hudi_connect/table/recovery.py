@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hudi_connect.client.remote_files import RemoteFile
-from hudi_connect.format.timeline import Action, Instant, Timeline
+from hudi_connect.core.format.timeline import Action, Instant, Timeline
 
 # Hudi's defaults: a writer beats every interval and is presumed dead after this many missed beats.
 HEARTBEAT_INTERVAL_KEY = "hoodie.client.heartbeat.interval_in_ms"

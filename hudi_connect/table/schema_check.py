@@ -24,8 +24,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from hudi_connect.errors import SchemaMismatchError, WriteFailedError
-from hudi_connect.format.table_schema import META_PREFIX
+from hudi_connect.core.errors import SchemaMismatchError, WriteFailedError
+from hudi_connect.core.format.table_schema import META_PREFIX
 
 # Widening Hudi's schema evolution accepts on write (AvroSchemaCompatibility's promotions).
 _WIDENS_TO: dict[type[DataType], tuple[type[DataType], ...]] = {

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from hudi_connect.format.commit_metadata import CommitMetadata
-from hudi_connect.format.timeline import Instant, Timeline, instant_time_of
+from hudi_connect.core.format.commit_metadata import CommitMetadata
+from hudi_connect.core.format.timeline import Instant, Timeline, instant_time_of
 
 WRITE_ID_OPTION = "_hudi_connect.write_id"  # '_' is Hudi's default prefix for commit extra metadata
 

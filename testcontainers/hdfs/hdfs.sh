@@ -1,5 +1,5 @@
 #!/bin/sh
-# `hdfs namenode [options]` and `hdfs datanode`, run as hudi_connect.stack.hdfs.java_command runs the local
+# `hdfs namenode [options]` and `hdfs datanode`, run as hudi_connect_stack.hdfs.java_command runs the local
 # daemons (its heap, JIT and Java 17 options).
 set -eu
 case "${1:-}" in

@@ -30,8 +30,8 @@ from pyspark.sql import functions as F
 
 from hudi_connect.cdc.query import delete_first
 from hudi_connect.client.remote_files import run_storage_ops
-from hudi_connect.errors import SinkError
-from hudi_connect.executor.object_store import StorageOp
+from hudi_connect.core.errors import SinkError
+from hudi_connect.core.executor.object_store import StorageOp
 from hudi_connect.reverse.changes import row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 

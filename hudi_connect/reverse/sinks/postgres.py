@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_connect.cdc.query import JSON_OPTIONS
-from hudi_connect.executor.postgres import BatchFence, Connection, MergeStatements, apply_batch
+from hudi_connect.core.executor.postgres import BatchFence, Connection, MergeStatements, apply_batch
 from hudi_connect.reverse.changes import latest_per_key, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 

@@ -1,0 +1,116 @@
+"""File listing and statistics-based pruning inside Spark's Python workers (``mapInArrow``).
+
+Partition pruning happens here, where the files are listed, so that files of
+pruned partitions never reach the client; rows leave sorted by partition, so
+that the client can build one partition's file slices at a time.
+Imports only pyarrow and our worker-side modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_connect.core.executor.contracts import MATCHES, FileMatch
+from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.slices import listing_batch
+from hudi_connect.core.executor.storage import data_files, filesystem_for, join, storage_access
+from hudi_connect.core.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
+from hudi_connect.core.format.spec_models import PartitionDescriptor
+
+
+@dataclass(frozen=True)
+class PartitionFilter:
+    """How to read partition values from paths, and the predicate they must allow."""
+
+    fields: tuple[str, ...]
+    schema: pa.Schema
+    hive_style: bool
+    url_encoded: bool
+    predicate: Expression | None
+    opaque: frozenset[str] = frozenset()  # fields whose path values are not column values
+
+    def descriptor(self, path: str) -> PartitionDescriptor:
+        """The partition values the partition path encodes (as its Hudi key generator wrote them)."""
+        return PartitionDescriptor.parse(path, self.fields, self.schema, hive_style=self.hive_style,
+                                         url_encoded=self.url_encoded, opaque=self.opaque)
+
+    def keeps(self, path: str) -> bool:
+        """Whether the partition at ``path`` may hold matching rows (always, without a predicate)."""
+        return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)
+
+
+@worker_body
+def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each ``base_uri``: the data files of kept partitions, from a storage listing."""
+    for batch in batches:
+        for base_uri in batch.column("base_uri").to_pylist():
+            kept: dict[str, bool] = {}
+            rows = []
+            for partition, name, size in data_files(base_uri):
+                if partition not in kept:
+                    kept[partition] = keep.keeps(partition)
+                if kept[partition]:
+                    rows.append((partition, name, size))
+            yield listing_batch(rows)
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    """What :func:`match_by_footer` needs on the executor: the table's base path, the predicate and the
+    columns whose Parquet footer statistics it reads."""
+
+    base_uri: str
+    predicate: Expression
+    columns: tuple[str, ...]  # the data columns the predicate reads
+
+
+def parquet_ranges(metadata: pq.FileMetaData, columns: tuple[str, ...]) -> dict[str, ColumnRange]:
+    """Per top-level column: min, max and null count over all row groups of a Parquet footer."""
+    ranges: dict[str, ColumnRange] = {}
+    names = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    for name in columns:
+        index = names.get(name)
+        if index is None:
+            continue
+        low: Any = None
+        high: Any = None
+        nulls = 0
+        known = True
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(index).statistics
+            if stats is None or not stats.has_null_count:
+                known = False
+                break
+            nulls += stats.null_count
+            if stats.has_min_max:
+                low = stats.min if low is None else min(low, stats.min)
+                high = stats.max if high is None else max(high, stats.max)
+            elif stats.null_count < metadata.row_group(group).num_rows:
+                known = False  # values without bounds: nothing to conclude
+                break
+        if known:
+            ranges[name] = ColumnRange(low, high, nulls, metadata.num_rows)
+    return ranges
+
+
+@worker_body
+def match_by_footer(config: StatsConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each (partition, name) base file: whether its Parquet statistics allow the predicate."""
+    for batch in batches:
+        partitions, names, matches = [], [], []
+        for row in batch.to_pylist():
+            if not row["name"].endswith(".parquet"):
+                continue
+            uri = join(config.base_uri, row["partition"], row["name"])
+            filesystem, path = filesystem_for(uri)
+            with storage_access(uri), filesystem.open_input_file(path) as handle:
+                ranges = parquet_ranges(pq.ParquetFile(handle).metadata, config.columns)
+            partitions.append(row["partition"])
+            names.append(row["name"])
+            matches.append(stats_may_match(config.predicate, ranges))
+        yield MATCHES.batch(FileMatch(*row) for row in zip(partitions, names, matches, strict=True))

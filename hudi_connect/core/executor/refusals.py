@@ -1,0 +1,33 @@
+"""Refusals that leave a Spark worker whole.
+
+A worker's exception reaches the client as the text of its Python traceback, which Spark 3.5's Connect server
+cuts at 2,048 characters; the library's class and message stand on its last line (where
+``client/worker_errors.py`` finds them). Each frame of a worker's traceback names the session's artifact
+(a path of some 250 characters), and an error raised ``from`` another prints the other's traceback first,
+so a refusal from a few calls deep arrived without its last line. Every ``mapInArrow`` body is therefore a
+:func:`worker_body`: a refusal leaves it raised anew from the body's own frame, without its cause.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+from hudi_connect.core.errors import HudiConnectError
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def worker_body(body: Callable[P, Iterator[T]]) -> Callable[P, Iterator[T]]:
+    """``body`` (a generator of batches), whose refusals leave with a one-frame traceback."""
+
+    @functools.wraps(body)
+    def run(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+        try:
+            yield from body(*args, **kwargs)
+        except HudiConnectError as refusal:
+            raise refusal.with_traceback(None) from None
+
+    return run

@@ -1,0 +1,220 @@
+"""Functions that run inside Spark's Python workers (``mapInArrow``), shipped as a
+session artifact so that the server's Python needs only pyarrow and fastavro.
+
+- :func:`list_table_files`: list a table's data files, hidden log files included.
+- :func:`read_file_slices`: read file slices (base file plus log files) and
+  merge them by record key as Hudi's snapshot readers do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.executor.base_files import read_base_file
+from hudi_connect.core.executor.contracts import LISTING, SLICES, ListedFile
+from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.storage import data_files, join, read_bytes
+from hudi_connect.core.format.fs_view import BlockValidity, base_file_instant
+from hudi_connect.core.format.internal_schema import ColumnRenames, with_reader_names
+from hudi_connect.core.format.log.blocks import data_block_records, delete_records, rollback_target
+from hudi_connect.core.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
+from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
+from hudi_connect.core.format.schema_evolution import align
+from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, RECORD_KEY_COLUMN
+
+
+def listing_batch(rows: Iterable[tuple[str, str, int]]) -> pa.RecordBatch:
+    """(partition, name, size) rows as one batch of the :data:`~hudi_connect.core.executor.contracts.LISTING`
+    contract, sorted by partition and name."""
+    return LISTING.batch(cast(list[ListedFile], sorted(rows)))  # plain tuples: no NamedTuple per file
+
+
+BASE_URI_SCHEMA = pa.schema([("base_uri", pa.string())])  # the input of a task listing a table's files
+
+
+@worker_body
+def list_table_files(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each input row (``base_uri``): every file below it outside ``.hoodie``."""
+    for batch in batches:
+        for base_uri in batch.column("base_uri").to_pylist():
+            yield listing_batch(list(data_files(base_uri)))
+
+
+@dataclass(frozen=True)
+class SliceReadConfig:
+    """Everything a worker needs to merge file slices; pickled into the plan."""
+
+    base_uri: str
+    output_schema: pa.Schema  # meta columns (if any) then data columns
+    record_key_fields: tuple[str, ...]
+    ordering_field: str | None
+    event_time_ordering: bool
+    valid_instants: BlockValidity  # blocks of other instants are ignored (HUDI-2285)
+    writer_schema_json: str | None = None  # Avro schema to read log records with
+    commit_times: frozenset[str] | None = None  # incremental reads keep only these _hoodie_commit_time
+    field_prefixed_keys: bool = False  # keys built from data read "f:v" even for one field (KeyEncoding)
+    partial_updates: bool = False  # a newer record's null fields keep older values (table_features.partial_updates)
+    column_renames: ColumnRenames = ()  # schema on read: each version's file columns by their read names
+
+
+def record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
+    """Each record's key: the ``_hoodie_record_key`` meta column, or on tables without meta fields the key
+    generator's rendering of the key fields (Hudi's ``KeyGenerator``)."""
+    if RECORD_KEY_COLUMN in table.column_names:
+        return table[RECORD_KEY_COLUMN].combine_chunks()
+    if len(config.record_key_fields) == 1 and not config.field_prefixed_keys:
+        return table[config.record_key_fields[0]].cast(pa.string()).combine_chunks()
+    # KeyGenerator.constructRecordKey: "field1:value1,field2:value2", nulls as __null__, "" as __empty__
+    parts = []
+    for name in config.record_key_fields:
+        text = table[name].cast(pa.string())
+        text = pc.if_else(pc.equal(text, ""), "__empty__", text)
+        parts.append(pc.binary_join_element_wise(f"{name}:", pc.fill_null(text, "__null__"), ""))
+    return pc.binary_join_element_wise(*parts, ",").combine_chunks()
+
+
+def _with_merge_columns(table: pa.Table, config: SliceReadConfig, first_seq: int, ord_type: pa.DataType) -> pa.Table:
+    ordering = (
+        table[config.ordering_field] if config.ordering_field else pa.nulls(table.num_rows, ord_type)
+    )
+    return (
+        table.append_column(KEY, record_keys(table, config))
+        .append_column(ORD, ordering)
+        .append_column(SEQ, pa.array(range(first_seq, first_seq + table.num_rows), pa.int64()))
+    )
+
+
+def _ordering_type(config: SliceReadConfig) -> pa.DataType:
+    if config.ordering_field and config.ordering_field in config.output_schema.names:
+        return config.output_schema.field(config.ordering_field).type
+    return pa.int64()
+
+
+def refuse_unsupported_block(block: LogBlock, uri: str) -> None:
+    """Raise for a log block whose headers ask for a merge the readers do not implement."""
+    if block.headers.get(HeaderKey.COMPACTED_BLOCK_TIMES):
+        raise UnsupportedTableFeatureError("log compaction (a block that replaces the blocks it merged)",
+                                           "log block header COMPACTED_BLOCK_TIMES",
+                                           block.headers[HeaderKey.COMPACTED_BLOCK_TIMES], where=uri)
+
+
+def _is_partial(block: LogBlock) -> bool:
+    return block.headers.get(HeaderKey.IS_PARTIAL, "").lower() == "true"
+
+
+def _merged_blocks(config: SliceReadConfig, partition: str, log_files: list[str]) -> list[LogBlock]:
+    """The data and delete blocks a slice's merge reads, in log order: of valid instants, not rolled back."""
+    blocks = []
+    rolled_back: set[str] = set()
+    for name in log_files:
+        uri = join(config.base_uri, partition, name)
+        for block in read_log_blocks(read_bytes(uri), source=uri):
+            refuse_unsupported_block(block, uri)
+            if block.block_type is LogBlockType.COMMAND:
+                target = rollback_target(block)
+                if target:
+                    rolled_back.add(target)
+            elif block.block_type is not LogBlockType.CORRUPT:
+                blocks.append(block)
+    return [b for b in blocks if b.instant_time is not None and b.instant_time in config.valid_instants
+            and b.instant_time not in rolled_back]
+
+
+def _read_logs(config: SliceReadConfig, partition: str, blocks: list[LogBlock], ord_type: pa.DataType) -> LogRecords:
+    data_tables: list[pa.Table] = []
+    partial_blocks: list[tuple[int, int, frozenset[str]]] = []
+    delete_keys: list[str] = []
+    delete_ords: list[object] = []
+    delete_seqs: list[int] = []
+    seq = 1  # base rows are older than every log row
+    for block in blocks:
+        instant = block.instant_time or ""  # every merged block has one (_merged_blocks)
+        if block.block_type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA):
+            records = with_reader_names(data_block_records(block, config.writer_schema_json),
+                                        config.column_renames, instant)
+            if _is_partial(block):
+                if config.column_renames:
+                    raise UnsupportedTableFeatureError(
+                        "partial-update log blocks under schema-on-read renames", "log block header IS_PARTIAL",
+                        "true", where=f"partition {partition!r}")
+                absent = frozenset(config.output_schema.names) - set(_block_columns(block, records))
+                partial_blocks.append((seq, seq + records.num_rows, absent))
+            records = align(records, config.output_schema)
+            data_tables.append(_with_merge_columns(records, config, seq, ord_type))
+            seq += records.num_rows
+        elif block.block_type is LogBlockType.DELETE:
+            for record in delete_records(block):
+                natural = record.ordering_value in (None, 0)
+                delete_keys.append(record.record_key)
+                delete_ords.append(None if natural else record.ordering_value)
+                delete_seqs.append(seq)
+                seq += 1
+    empty = _with_merge_columns(config.output_schema.empty_table(), config, 0, ord_type)
+    data = pa.concat_tables(data_tables) if data_tables else empty
+    delete_table = pa.table({
+        KEY: pa.array(delete_keys, pa.string()),
+        ORD: pa.array(delete_ords, ord_type),
+        SEQ: pa.array(delete_seqs, pa.int64()),
+    })
+    return LogRecords(data, delete_table, tuple(partial_blocks))
+
+
+def _block_columns(block: LogBlock, records: pa.Table) -> list[str]:
+    """The columns a partial-update block's records set: its writer schema's fields (decoded against a
+    fuller reader schema, the others would come back as nulls)."""
+    if block.schema_json is None:
+        return list(records.column_names)
+    return [str(f["name"]) for f in json.loads(block.schema_json).get("fields", ())]
+
+
+def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, log_files: list[str]) -> pa.Table:
+    """The merged records of one file slice, in ``config.output_schema``."""
+    ord_type = _ordering_type(config)
+    blocks = _merged_blocks(config, partition, log_files) if log_files else []
+    in_range = config.commit_times
+    if in_range is not None and not any(_is_partial(b) and b.instant_time in in_range for b in blocks):
+        # an incremental read merges only what its range wrote, as Hudi's does: a record of the range that
+        # loses to an older one outside it is still the range's change. A partial update of the range needs
+        # the record it updates, so then the whole slice merges and the range's records are kept after.
+        blocks = [b for b in blocks if b.instant_time in in_range]
+        if base_file and base_file_instant(base_file) not in in_range:
+            base_file = None
+    base = None
+    if base_file:
+        records = read_base_file(join(config.base_uri, partition, base_file))
+        if config.column_renames:
+            records = with_reader_names(records, config.column_renames, base_file_instant(base_file))
+        base = align(records, config.output_schema)
+    if not blocks:
+        merged = base if base is not None else config.output_schema.empty_table()
+    else:
+        base_for_merge = _with_merge_columns(base, config, 0, ord_type) if base is not None else None
+        logs = _read_logs(config, partition, blocks, ord_type)
+        if config.partial_updates or logs.partial_blocks:
+            merged = merge_slice_partial(base_for_merge, logs, event_time_ordering=config.event_time_ordering,
+                                         nulls_keep_older=config.partial_updates)
+        else:
+            merged = merge_slice(base_for_merge, logs, event_time_ordering=config.event_time_ordering)
+        merged = align(merged, config.output_schema)
+    if IS_DELETED_COLUMN in merged.column_names:
+        merged = merged.filter(pc.invert(pc.fill_null(merged[IS_DELETED_COLUMN], False)))
+    if config.commit_times is not None and COMMIT_TIME_COLUMN in merged.column_names:
+        merged = merged.filter(pc.is_in(merged[COMMIT_TIME_COLUMN], value_set=pa.array(sorted(config.commit_times))))
+    return merged
+
+
+@worker_body
+def read_file_slices(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: rows of the :data:`~hudi_connect.core.executor.contracts.SLICES` contract in, merged
+    records out."""
+    for batch in batches:
+        for row in SLICES.rows(batch):
+            merged = read_slice(config, row.partition, row.base_file, list(row.log_files or ()))
+            yield from merged.to_batches(max_chunksize=65536)

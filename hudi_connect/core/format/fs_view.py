@@ -1,0 +1,223 @@
+"""The file-system view: file groups and the file slice to read in each, at an instant.
+
+Mirrors Hudi's ``HoodieTableFileSystemView`` for readers, with HUDI-2285's
+rules: a base file or log file counts only if the instant that wrote it is
+completed at the read instant (instants older than the active timeline are
+archived, hence completed); file groups replaced by a completed replacecommit
+(insert_overwrite, delete_partition, clustering) drop out.
+
+Which log files follow a base file depends on the table version:
+
+- version 6 names a log file after its file slice's base instant; the slice
+  read is the latest base file plus every log file whose base instant is the
+  same or later (later ones belong to a compaction still pending at the read
+  instant);
+- versions 8 and 9 name a log file after the deltacommit that wrote it, and a
+  log file follows a base file when that deltacommit completed after the base
+  file's instant (RFC-66 slicing by completion time).
+
+Log blocks inside the chosen files are filtered again by their own instant
+(see :class:`BlockValidity`), because a version-6 log file can hold blocks of
+failed or rolled-back writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.format.commit_metadata import CommitMetadata
+from hudi_connect.core.format.timeline import INSTANT_TIME_PATTERN, Instant, Timeline
+
+# hfile: the metadata table's base files (a data table of HFile base files is refused by its properties);
+# lance: Hudi 1.2's Lance base files
+_BASE_FILE = re.compile(
+    rf"^(?P<file_id>[^.][^_]*)_(?P<token>[^_]+)_(?P<instant>{INSTANT_TIME_PATTERN})\.(?P<ext>parquet|hfile|lance)$")
+# Named like a base file but of another format (orc, ...), or an RFC-103 native log file.
+_OTHER_BASE_FILE = re.compile(rf"^[^.][^_]*_[^_]+_{INSTANT_TIME_PATTERN}\.(?P<ext>[A-Za-z0-9]+)$")
+_NATIVE_LOG_FILE = re.compile(r"\.(?P<kind>log|deletes)\.(?P<ext>parquet)$")
+_LOG_FILE = re.compile(
+    rf"^\.(?P<file_id>.+)_(?P<instant>{INSTANT_TIME_PATTERN})\.log\.(?P<version>\d+)(?:_(?P<token>[^.]+))?"
+    r"(?P<cdc>\.cdc)?$"
+)
+
+
+@dataclass(frozen=True, order=True)
+class BaseFile:
+    """A base file of a file group (``HoodieBaseFile``): ``<file id>_<write token>_<instant>.<ext>``."""
+
+    partition: str
+    file_id: str
+    instant_time: str
+    name: str
+    size: int = 0
+
+
+@dataclass(frozen=True, order=True)
+class LogFile:
+    """A log file of a file group (``HoodieLogFile``): ``.<file id>_<instant>.log.<version>_<write token>``,
+    with ``.cdc`` appended for a CDC log file."""
+
+    partition: str
+    file_id: str
+    instant_time: str  # v6: the slice's base instant; v8+: the deltacommit that wrote it
+    version: int
+    write_token: str
+    name: str
+    size: int = 0
+    is_cdc: bool = False
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """What to read of one file group: an optional base file and the log files after it, in order."""
+
+    partition: str
+    file_id: str
+    base_file: BaseFile | None
+    log_files: tuple[LogFile, ...]
+
+    @property
+    def base_instant(self) -> str | None:
+        """The instant that wrote the slice's base file; None for a slice of log files only."""
+        return self.base_file.instant_time if self.base_file else None
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A file found in a partition directory (from a storage listing or commit metadata)."""
+
+    partition: str  # relative partition path, '' for a non-partitioned table
+    name: str
+    size: int = 0
+
+
+def base_file_instant(name: str) -> str:
+    """The instant that wrote the base file ``name``."""
+    match = _BASE_FILE.match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a base file name")
+    return match["instant"]
+
+
+def parse_data_file(file: StoredFile) -> BaseFile | LogFile | None:
+    """A base or log file of a file group; None for anything else (partition metadata, crc files).
+    A data file of a format the readers do not read is refused, never skipped."""
+    base = _BASE_FILE.match(file.name)
+    if base is not None:
+        return BaseFile(file.partition, base["file_id"], base["instant"], file.name, file.size)
+    log = _LOG_FILE.match(file.name)
+    if log is not None:
+        return LogFile(
+            file.partition, log["file_id"], log["instant"], int(log["version"]), log["token"] or "",
+            file.name, file.size, bool(log["cdc"]),
+        )
+    other = _OTHER_BASE_FILE.match(file.name)
+    if other is not None and other["ext"].lower() != "crc":  # Hadoop checksums of base files
+        raise UnsupportedTableFeatureError(f"{other['ext'].title()} base files", "base file", file.name,
+                                           where=f"partition '{file.partition}'",
+                                           detail="only Parquet base files are read")
+    native = _NATIVE_LOG_FILE.search(file.name)
+    if native is not None and not file.name.endswith(".crc"):
+        raise UnsupportedTableFeatureError("native Parquet log files (RFC-103)", "log file", file.name,
+                                           where=f"partition '{file.partition}'")
+    return None
+
+
+def committed_instants(timeline: Timeline, as_of: str | None = None) -> frozenset[str]:
+    """Requested times of completed instants at ``as_of`` (by requested time), every action."""
+    return frozenset(
+        i.requested_time for i in timeline if i.is_completed and (as_of is None or i.requested_time <= as_of)
+    )
+
+
+@dataclass(frozen=True)
+class BlockValidity:
+    """Which log blocks a reader merges (HUDI-2285): those of writes completed at the read instant, and
+    those of instants requested before the active timeline's first one, which Hudi archived and so were
+    completed (its log reader's ``containsOrBeforeTimelineStarts``): compaction may skip a file group for
+    longer than archival keeps the deltacommits that wrote its log blocks."""
+
+    completed: frozenset[str]
+    archived_before: str | None = None  # the active timeline's first requested time
+    as_of: str | None = None  # a time travel's instant: later blocks are not merged, archived or not
+
+    def __contains__(self, instant: object) -> bool:
+        if instant in self.completed:
+            return True
+        return (isinstance(instant, str) and self.archived_before is not None and instant < self.archived_before
+                and (self.as_of is None or instant <= self.as_of))
+
+
+def valid_block_instants(timeline: Timeline, as_of: str | None = None) -> BlockValidity:
+    """The log blocks a reader at ``as_of`` may merge: of completed writes, and of archived instants."""
+    first = timeline.first()
+    return BlockValidity(
+        frozenset(i.requested_time for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of),
+        first.requested_time if first else None, as_of)
+
+
+def replaced_file_groups(
+    metadata: Mapping[Instant, CommitMetadata], as_of: str | None = None
+) -> frozenset[tuple[str, str]]:
+    """(partition, file id) of file groups replaced by completed replacecommits at ``as_of``."""
+    return frozenset(
+        (partition, file_id)
+        for instant, meta in metadata.items()
+        if instant.is_completed and (as_of is None or instant.requested_time <= as_of)
+        for partition, file_ids in meta.replaced_file_ids.items()
+        for file_id in file_ids
+    )
+
+
+def file_slices_at(
+    files: Iterable[StoredFile],
+    timeline: Timeline,
+    *,
+    table_version: int,
+    replaced: frozenset[tuple[str, str]] = frozenset(),
+    as_of: str | None = None,
+) -> list[FileSlice]:
+    """The file slice of every live file group at ``as_of`` (default: the latest completed instant)."""
+    first_active = timeline.first()
+    committed = BlockValidity(committed_instants(timeline, as_of),
+                              first_active.requested_time if first_active else None, as_of).__contains__
+    completion_of = {i.requested_time: i.completion_time for i in timeline if i.is_completed}
+
+    bases: dict[tuple[str, str], list[BaseFile]] = {}
+    logs: dict[tuple[str, str], list[LogFile]] = {}
+    for stored in files:
+        parsed = parse_data_file(stored)
+        if parsed is None or (parsed.partition, parsed.file_id) in replaced:
+            continue
+        key = (parsed.partition, parsed.file_id)
+        if isinstance(parsed, BaseFile):
+            if committed(parsed.instant_time):
+                bases.setdefault(key, []).append(parsed)
+        elif not parsed.is_cdc:
+            logs.setdefault(key, []).append(parsed)
+
+    slices = []
+    for key in sorted(set(bases) | set(logs)):
+        base = max(bases.get(key, []), key=lambda b: b.instant_time, default=None)
+        base_instant = base.instant_time if base else ""
+        chosen = []
+        for log in logs.get(key, []):
+            if table_version >= 8:
+                completion = completion_of.get(log.instant_time)
+                if not committed(log.instant_time) or (completion is not None and completion <= base_instant):
+                    continue
+                if completion is None and log.instant_time < base_instant:
+                    continue  # archived deltacommit before the base file: already compacted
+                # (one named after the base file's own instant was written before an upgrade from version 6,
+                # which named log files after their slice's base instant: its blocks belong to this slice)
+            elif log.instant_time < base_instant:
+                continue
+            chosen.append(log)
+        if base is None and not chosen:
+            continue
+        chosen.sort(key=lambda f: (f.instant_time, f.version, f.write_token))
+        slices.append(FileSlice(key[0], key[1], base, tuple(chosen)))
+    return slices

@@ -1,0 +1,235 @@
+"""HFile version 3, the format of the metadata table's base files and HFile log blocks.
+
+Mirrors Hudi's own reader (``org.apache.hudi.io.hfile.HFileReaderImpl`` in
+hudi-io), which reads what both its native writer (Hudi 1.x) and HBase's
+writer (Hudi 0.x) produce. A file is, offsets from its start::
+
+    data blocks       "DATABLK*" blocks of cells, sorted by row key (may be interleaved
+                      with leaf index and bloom blocks, reached only through the index)
+    meta blocks       "METABLKc" blocks named in the meta index (Hudi's "bloomFilter")
+    load-on-open      root data index "IDXROOT2", meta index "IDXROOT2", file info "FILEINF2"
+    trailer           the last 4096 bytes: "TRABLK\\"$", a varint-delimited protobuf
+                      TrailerProto, zero padding, then int (minor << 24 | major version)
+
+Every block starts with a 33-byte header: magic (8), on-disk size without
+header (int, checksums included), uncompressed size without header (int),
+previous block offset (long), checksum type (byte), bytes per checksum
+(int), on-disk data size with header (int, checksums excluded). The payload
+after the header is compressed with the file's codec (NONE or GZ here).
+
+A cell is: key length (int), value length (int), key, value, then tags (short
+length + bytes) when the file info has ``MAX_TAGS_LEN`` and the MVCC version
+(Hadoop vlong) when ``KEY_VALUE_VERSION`` is 1. The key is HBase's KeyValue
+key: row length (short), row, family length (byte), family, qualifier,
+timestamp (long), type (byte); Hudi puts the record key in the row and leaves
+the rest empty, so keys compare by row, bytewise (``HoodieHBaseKVComparator``).
+Root index keys carry the same layout behind a Hadoop vlong length; Hudi's
+native writer shortens them, and the file info's ``hfile.LASTKEY``, to row
+length and row only.
+
+Only ``bytes`` are read, and blocks are decoded when reached: :func:`lookup`
+decodes just the data blocks that may hold the keys asked for. Checksums are
+not verified (Hudi's reader does not either); GZ payloads carry their own CRC.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from hudi_connect.core.errors import HFileDecodeError
+from hudi_connect.core.format.metadata.hfile_blocks import (
+    CELL_LENGTHS,
+    DATA_MAGIC,
+    FILE_INFO_MAGIC,
+    INT,
+    INTERMEDIATE_INDEX_MAGIC,
+    KEY_VALUE_VERSION,
+    KEY_VALUE_VERSION_WITH_MVCC,
+    LAST_KEY,
+    LEAF_INDEX_MAGIC,
+    MAX_TAGS_LEN,
+    META_MAGIC,
+    READABLE_CODECS,
+    ROOT_INDEX_MAGIC,
+    SHORT,
+    TRAILER_SIZE,
+    Block,
+    BlockIndexEntry,
+    Cursor,
+    HFileTrailer,
+    non_root_index,
+    read_block,
+    read_file_info,
+    read_trailer,
+    root_index,
+    row_of,
+)
+
+
+@dataclass(frozen=True)
+class HFile:
+    """An opened HFile: trailer, data and meta block indexes and file info; cells decode on demand.
+
+    Example::
+
+        hfile = open_hfile(path.read_bytes(), source=str(path))
+        schema_json = hfile.file_info["schema"].decode()
+        for row, value in hfile.cells():
+            ...
+    """
+
+    data: bytes = field(repr=False, compare=False)
+    source: str
+    trailer: HFileTrailer
+    data_index: tuple[BlockIndexEntry, ...]
+    meta_index: tuple[BlockIndexEntry, ...]
+    file_info: Mapping[str, bytes] = field(repr=False)
+
+    @property
+    def entry_count(self) -> int:
+        """The number of cells in the file, from the trailer's ``entryCount``."""
+        return self.trailer.entry_count
+
+    @property
+    def last_key(self) -> bytes | None:
+        """The last row in the file (``hfile.LASTKEY``), or None for an empty file."""
+        raw = self.file_info.get(LAST_KEY)
+        # An empty file written by Hudi's native writer has an empty LASTKEY.
+        return row_of(raw, f"{self.source}: {LAST_KEY}") if raw else None
+
+    def cells(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every cell as (row, value), in key order."""
+        count = 0
+        for entry in self.data_index:
+            for row, value in self._block_cells(entry):
+                count += 1
+                yield row, value
+        if count != self.trailer.entry_count:
+            raise HFileDecodeError(f"{self.source}: the data blocks hold {count} cells, the trailer says "
+                                   f"{self.trailer.entry_count}")
+
+    def get(self, keys: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The values of those ``keys`` the file holds, decoding only the data blocks that may hold them."""
+        first_rows = [entry.first_key for entry in self.data_index]
+        by_block: dict[int, set[bytes]] = {}
+        for key in keys:
+            position = bisect.bisect_right(first_rows, key) - 1
+            if position >= 0:
+                by_block.setdefault(position, set()).add(key)
+        found: dict[bytes, bytes] = {}
+        for position, wanted in sorted(by_block.items()):
+            largest = max(wanted)
+            for row, value in self._block_cells(self.data_index[position]):
+                if row in wanted:
+                    found[row] = value
+                if row >= largest:
+                    break
+        return found
+
+    def meta_block(self, name: str) -> bytes | None:
+        """The content of the meta block named ``name`` (``getMetaBlock``), or None."""
+        for entry in self.meta_index:
+            if entry.first_key == name.encode():
+                return self._block(entry, (META_MAGIC,)).payload
+        return None
+
+    def _block(self, entry: BlockIndexEntry, expected: tuple[bytes, ...]) -> Block:
+        limit = min(entry.offset + entry.size, self.trailer.load_on_open_offset)
+        return read_block(self.data, entry.offset, limit, expected, self.trailer.compression, self.source)
+
+    def _block_cells(self, entry: BlockIndexEntry) -> Iterator[tuple[bytes, bytes]]:
+        """The cells of one data block (``HFileDataBlock``), as (row, value)."""
+        block = self._block(entry, (DATA_MAGIC,))
+        where = f"{self.source}: data block at byte {block.offset}"
+        payload = block.payload
+        cursor = Cursor(payload, 0, len(payload), where)
+        tags = MAX_TAGS_LEN in self.file_info
+        mvcc = _int_info(self.file_info, KEY_VALUE_VERSION, self.source) == KEY_VALUE_VERSION_WITH_MVCC
+        unpack_lengths, end = CELL_LENGTHS.unpack_from, len(payload)
+        while cursor.position < end:
+            # The hot loop of full scans: plain slicing, with the same bounds checks as Cursor.take.
+            start = cursor.position
+            if end - start < CELL_LENGTHS.size:
+                raise cursor.error(f"cell lengths need {CELL_LENGTHS.size} bytes but only {end - start} are left")
+            key_length, value_length = unpack_lengths(payload, start)
+            key_start = start + CELL_LENGTHS.size
+            value_start = key_start + key_length
+            value_end = value_start + value_length
+            if key_length < 0 or value_length < 0 or value_end > end:
+                raise cursor.error(f"a cell of a {key_length}-byte key and a {value_length}-byte value at byte "
+                                   f"{start} runs past the block's {end} bytes; the file is truncated or corrupt")
+            row = row_of(payload[key_start:value_start], where)
+            cursor.position = value_end
+            if tags:
+                (tags_length,) = cursor.unpack(SHORT, "the cell tags length")
+                cursor.take(tags_length, "the cell tags")
+            if mvcc:
+                cursor.vlong("the cell MVCC version")
+            yield row, payload[value_start:value_end]
+
+
+def _int_info(info: Mapping[str, bytes], name: str, source: str) -> int | None:
+    raw = info.get(name)
+    if raw is None:
+        return None
+    if len(raw) != INT.size:
+        raise HFileDecodeError(f"{source}: file info {name} has {len(raw)} bytes, not an int")
+    return int(INT.unpack(raw)[0])
+
+
+def open_hfile(data: bytes, source: str = "HFile") -> HFile:
+    """Read an HFile's trailer, block indexes and file info; raises HFileDecodeError naming what is wrong.
+
+    ``source`` names the file in error messages. Like ``HFileReaderImpl``,
+    the whole data block index is loaded (all levels); data blocks are not.
+
+    Example::
+
+        hfile = open_hfile(data, source="files/files-0000-0_0-5-4_00000000000000000.hfile")
+        values = hfile.get([b"region=us"])
+    """
+    if not isinstance(data, bytes):
+        raise TypeError(f"open_hfile needs bytes, not {type(data).__name__}")
+    trailer = read_trailer(data, source)
+    limit = len(data) - TRAILER_SIZE
+    codec = trailer.compression
+    if codec not in READABLE_CODECS:
+        raise HFileDecodeError(f"{source}: compression {codec.name} is not supported (only NONE and GZ, Hudi's "
+                               "default for the metadata table)")
+    root = read_block(data, trailer.load_on_open_offset, limit, (ROOT_INDEX_MAGIC,), codec, source)
+    data_index = root_index(root, trailer.data_index_count, True, source)
+    for level in range(trailer.data_index_levels - 1, 0, -1):
+        magic = LEAF_INDEX_MAGIC if level == 1 else INTERMEDIATE_INDEX_MAGIC
+        data_index = [child for entry in data_index
+                      for child in non_root_index(
+                          read_block(data, entry.offset, min(entry.offset + entry.size, limit), (magic,), codec,
+                                      source), source)]
+    # The load-on-open blocks follow one another: data index root, meta index, file info.
+    meta_root = read_block(data, root.offset + root.size, limit, (ROOT_INDEX_MAGIC,), codec, source)
+    meta_index = root_index(meta_root, trailer.meta_index_count, False, source)
+    info = read_block(data, meta_root.offset + meta_root.size, limit, (FILE_INFO_MAGIC,), codec, source)
+    file_info = read_file_info(info, source)
+    return HFile(data, source, trailer, tuple(data_index), tuple(meta_index), file_info)
+
+
+def read_hfile(data: bytes, source: str = "HFile") -> Iterator[tuple[bytes, bytes]]:
+    """Every cell of an HFile as (row key, value) bytes, in key order.
+
+    Example::
+
+        for key, value in read_hfile(path.read_bytes(), source=str(path)):
+            print(key.decode(), len(value))
+    """
+    return open_hfile(data, source).cells()
+
+
+def lookup(data: bytes, keys: Iterable[bytes], source: str = "HFile") -> dict[bytes, bytes]:
+    """The values of those ``keys`` an HFile holds; only the data blocks the index points to are decoded.
+
+    Example::
+
+        values = lookup(data, [b"TXN-001", b"TXN-009"])
+    """
+    return open_hfile(data, source).get(keys)
