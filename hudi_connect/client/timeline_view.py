@@ -223,7 +223,7 @@ class TimelineView:
         it must be listed. Tables before version 8 are always listed: their completion times are the instant
         files' modification times, which the driver's listing does not give."""
         state = self._state
-        if state.timeline is None or state.names is None or self.properties.version < 8:
+        if state.timeline is None or state.names is None or not self.properties.hudi_1_layout:
             return None
         if with_files and not state.files_listed:
             return None
@@ -351,7 +351,7 @@ class TimelineView:
     def _archived_rows(self) -> DataFrame:
         """The archive's completed instants, one row each in the LSM's columns (a plan): its Parquet files, or
         version 6's log files decoded on the executors."""
-        if self.properties.version >= 8:
+        if self.properties.hudi_1_layout:
             return self._spark.read.parquet(*self._archive.files)
         ship_package(self._spark)
         return task_rows(self._spark, [(f,) for f in self._archive.files], ARCHIVE_FILES).mapInArrow(

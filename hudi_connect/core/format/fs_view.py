@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.format.commit_metadata import CommitMetadata
+from hudi_connect.core.format.table_config import hudi_1_layout
 from hudi_connect.core.format.timeline import INSTANT_TIME_PATTERN, Instant, Timeline
 
 # hfile: the metadata table's base files (a data table of HFile base files is refused by its properties);
@@ -205,7 +206,7 @@ def file_slices_at(
         base_instant = base.instant_time if base else ""
         chosen = []
         for log in logs.get(key, []):
-            if table_version >= 8:
+            if hudi_1_layout(table_version):  # log files join a slice by completion time
                 completion = completion_of.get(log.instant_time)
                 if not committed(log.instant_time) or (completion is not None and completion <= base_instant):
                     continue

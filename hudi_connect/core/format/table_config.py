@@ -16,6 +16,16 @@ from enum import StrEnum
 from hudi_connect.core.errors import UnsupportedTableVersionError
 
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
+# Hudi 1.x's layout begins at table version 8: instant files name their completion time (before, the completed
+# file's modification time stood for it), incremental ranges and file slices go by completion time, the
+# timeline moves to .hoodie/timeline (layout 2) and the archive becomes an LSM tree of Parquet files.
+HUDI_1_TABLE_VERSION = 8
+
+
+def hudi_1_layout(table_version: int) -> bool:
+    """Whether a table of ``table_version`` has Hudi 1.x's layout (version 8 and later): the one place that rule
+    is written."""
+    return table_version >= HUDI_1_TABLE_VERSION
 
 
 class TableType(StrEnum):
@@ -121,15 +131,20 @@ class TableProperties:
         return self.table_type is TableType.MERGE_ON_READ
 
     @property
+    def hudi_1_layout(self) -> bool:
+        """Whether the table has Hudi 1.x's layout (version 8+; :func:`hudi_1_layout`)."""
+        return hudi_1_layout(self.version)
+
+    @property
     def ranges_by_completion(self) -> bool:
-        """Whether incremental ranges compare completion times (Hudi 1.x, tables of version 8 and later), not
-        requested times (version 6); :func:`~hudi_connect.core.format.timeline.range_time` applies it."""
-        return self.version >= 8
+        """Whether incremental ranges compare completion times (Hudi 1.x's layout), not requested times
+        (version 6); :func:`~hudi_connect.core.format.timeline.range_time` applies it."""
+        return self.hudi_1_layout
 
     @property
     def timeline_dir(self) -> str:
         """Where active instants live relative to ``.hoodie``: '' (layout 1) or 'timeline' (layout 2)."""
-        if self.timeline_layout_version >= 2 and self.version >= 8:
+        if self.timeline_layout_version >= 2 and self.hudi_1_layout:
             return self.raw.get("hoodie.timeline.path", "timeline")
         return ""
 
@@ -138,7 +153,7 @@ class TableProperties:
         """Where archived instants live relative to ``.hoodie``: the LSM timeline of versions 8 and 9
         (``hoodie.timeline.history.path`` under the timeline), or version 6's log files
         (``hoodie.archivelog.folder``: ``archived`` by default, ``history`` where Hudi 1.x wrote the table)."""
-        if self.version >= 8:
+        if self.hudi_1_layout:
             history = self.raw.get("hoodie.timeline.history.path") or "history"
             return f"{self.timeline_dir}/{history}" if self.timeline_dir else history
         return self.raw.get("hoodie.archivelog.folder") or "archived"

@@ -190,7 +190,7 @@ def records_merge_columns(props: TableProperties) -> bool:
     mode, or on MOR tables of version 8+, where MERGE INTO's partial SETs write partial-update log blocks (nothing
     in the table's properties tells whether any were). One file's column statistics then cannot rule out a
     predicate over several columns (``price = 99 AND name = 'a'``, price from a log file, name from the base)."""
-    return partial_updates(props)[0] or (props.is_merge_on_read and props.version >= 8)
+    return partial_updates(props)[0] or (props.is_merge_on_read and props.hudi_1_layout)
 
 
 def record_key_encoding(props: TableProperties) -> tuple[KeyEncoding | None, TableFeature | None]:
@@ -222,7 +222,7 @@ def unsupported_features(props: TableProperties) -> list[TableFeature]:
     table_format = raw.get("hoodie.table.format", "native").strip()
     if table_format.lower() != "native":
         found.append(TableFeature("a table format plug-in", "hoodie.table.format", table_format))
-    expected_layout = 1 if props.version < 8 else 2
+    expected_layout = 2 if props.hudi_1_layout else 1
     if props.timeline_layout_version != expected_layout:
         found.append(TableFeature(f"a timeline layout other than version {props.version}'s",
                                   "hoodie.timeline.layout.version", str(props.timeline_layout_version)))
