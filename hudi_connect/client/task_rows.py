@@ -1,7 +1,9 @@
 """Rows the client hands to executor tasks, typed on the client, and the Python functions run over them.
 
 Given a DDL string, ``createDataFrame`` asks the server to parse it: a round trip of tens of milliseconds
-in every plan. The executors' row contracts are Arrow schemas instead, converted here once per process.
+in every plan. The executors' row contracts are Arrow schemas instead, converted here once per process. And
+``createDataFrame`` asks the server for its local-relation settings in every call (another round trip) and
+converts the rows value by value: :func:`task_rows` builds the local relation from Arrow itself.
 And pyspark 3.5's ``mapInArrow`` asks the server for its input's columns (another round trip) even when the
 client built that input from a schema it holds: :func:`map_task_rows` names them itself.
 """
@@ -18,6 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from hudi_connect.core.executor.contracts import rows_batch
+
 ArrowFunction = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
@@ -27,9 +31,21 @@ def spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)
 
 
+# Below this size rows go into the plan as they are. Larger ones take createDataFrame's way, which may upload them
+# as an artifact first (``spark.sql.session.localRelationCacheThreshold``, 64 MiB by default).
+INLINE_ROWS_LIMIT = 4 << 20
+
+
 def task_rows(spark: SparkSession, rows: Sequence[tuple[object, ...]], schema: pa.Schema) -> DataFrame:
     """``rows`` as a local relation of ``schema`` (sliced as Spark slices one: a task per core)."""
-    return spark.createDataFrame(list(rows), spark_schema(schema))
+    table = pa.Table.from_batches([rows_batch(rows, schema)])
+    if table.nbytes >= INLINE_ROWS_LIMIT:
+        return spark.createDataFrame(list(rows), spark_schema(schema))
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.plan import LocalRelation
+
+    relation = LocalRelation(table, schema=spark_schema(schema).json())
+    return ConnectDataFrame.withPlan(relation, session=spark)  # type: ignore[arg-type,return-value]
 
 
 def map_task_rows(rows: DataFrame, schema: pa.Schema, function: ArrowFunction, output: StructType | str) -> DataFrame:

@@ -32,6 +32,13 @@ def _spark_type(arrow_type: pa.DataType) -> str:
     return _SPARK_TYPES[arrow_type]
 
 
+def rows_batch(rows: Iterable[tuple[object, ...]], schema: pa.Schema) -> pa.RecordBatch:
+    """Tuples of ``schema``'s fields, in its order, as one Arrow batch of it."""
+    columns = list(zip(*rows, strict=True)) or [() for _ in schema]
+    return pa.RecordBatch.from_arrays([pa.array(list(values), f.type) for values, f in
+                                       zip(columns, schema, strict=True)], schema=schema)
+
+
 @dataclass(frozen=True)
 class RowContract(Generic[R]):
     """One kind of row crossing the client-worker boundary: its NamedTuple and its Arrow schema."""
@@ -51,9 +58,7 @@ class RowContract(Generic[R]):
 
     def batch(self, rows: Iterable[R]) -> pa.RecordBatch:
         """``rows`` as one Arrow batch of the schema."""
-        columns = list(zip(*rows, strict=True)) or [() for _ in self.schema]
-        return pa.RecordBatch.from_arrays([pa.array(list(values), f.type) for values, f in
-                                           zip(columns, self.schema, strict=True)], schema=self.schema)
+        return rows_batch(rows, self.schema)
 
     def rows(self, batch: pa.RecordBatch) -> Iterator[R]:
         """The rows of a batch of the schema (its columns by name, so a batch with more columns reads too)."""

@@ -15,16 +15,19 @@ from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 from hudi_connect.core.errors import HudiConnectError
+from hudi_connect.core.executor.import_caches import keep_unchanged_archives
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
 def worker_body(body: Callable[P, Iterator[T]]) -> Callable[P, Iterator[T]]:
-    """``body`` (a generator of batches), whose refusals leave with a one-frame traceback."""
+    """``body`` (a generator of batches), whose refusals leave with a one-frame traceback; running it, a worker
+    stops re-reading unchanged zip archives before each task (:mod:`~hudi_connect.core.executor.import_caches`)."""
 
     @functools.wraps(body)
     def run(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+        keep_unchanged_archives()
         try:
             yield from body(*args, **kwargs)
         except HudiConnectError as refusal:
