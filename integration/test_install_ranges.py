@@ -57,8 +57,8 @@ READ_SCRIPT = textwrap.dedent("""
 V9_FIXTURE = "mor_avro_v9_txns_simple_meta"  # Avro commit metadata: the client decodes it with fastavro
 
 
-def _run(command: Sequence[str], cwd: Path | None = None) -> str:
-    result = subprocess.run(list(command), capture_output=True, text=True, cwd=cwd)
+def _run(command: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(list(command), capture_output=True, text=True, cwd=cwd, env=env)
     assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result.stdout
 
@@ -80,7 +80,10 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     server_url: str = request.getfixturevalue("spark4_server_url" if spark4 else "plain_server_url")
     watched = (Requirement(line.client).name, *WATCHED[1:]) if line else WATCHED
     source = tmp_path / "source"  # a copy: pip builds in the source tree, and the work tree stays as it is
-    shutil.copytree(REPO / "hudi_connect", source / "hudi_connect", ignore=shutil.ignore_patterns("__pycache__"))
+    ignored = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(REPO / "hudi_connect", source / "hudi_connect", ignore=ignored)
+    # the harness, which the test tools come with (a distribution of its own, not on PyPI)
+    shutil.copytree(REPO / "hudi_connect_stack", source / "hudi_connect_stack", ignore=ignored)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     venv = tmp_path / "venv"
@@ -123,9 +126,11 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     held = [name for name in watched if name != "fastavro"]
     pins = tmp_path / "pins.txt"
     pins.write_text("".join(f"{name}=={before[name]}\n" for name in held))
-    _run([*pip, "-c", str(pins), f"{source}[test]"])
+    _run([*pip, "-c", str(pins), str(source / "hudi_connect_stack"), f"{source}[test]"])
     assert {name: _versions(python)[name] for name in held} == {name: before[name] for name in held}
-    out = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=REPO)
+    # the harness installed as a wheel finds the checkout's files (fixture tables, build files) as a user's does
+    out = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=REPO,
+               env=dict(os.environ, HUDI_CONNECT_CHECKOUT=str(REPO)))
     assert " passed" in out and "failed" not in out, out[-2000:]
     versions = ", ".join(f"{name} {before[name]}" for name in watched)
     print(f"\n{end}: {versions}: installed without changes, {out.strip().splitlines()[-1]}")

@@ -37,7 +37,7 @@ for name in {modules!r}:
     importlib.import_module(name)
 loaded = sorted(m for m in sys.modules if m == "hudi_connect" or m.startswith("hudi_connect."))
 files = {{m: getattr(sys.modules[m], "__file__", "") or "" for m in loaded}}
-missing = [m for m in ("hudi_connect.reader", "hudi_connect.client", "hudi_connect_stack")
+missing = [m for m in ("hudi_connect.reader", "hudi_connect.client", "hudi_connect.table")
            if importlib.util.find_spec(m) is not None]
 print(json.dumps({{"loaded": loaded, "outside": [m for m, f in files.items() if not f.startswith({archive!r})],
                   "client_importable": missing}}))

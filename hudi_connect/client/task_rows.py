@@ -45,7 +45,9 @@ def task_rows(spark: SparkSession, rows: Sequence[tuple[object, ...]], schema: p
     from pyspark.sql.connect.plan import LocalRelation
 
     relation = LocalRelation(table, schema=spark_schema(schema).json())
-    return ConnectDataFrame.withPlan(relation, session=spark)  # type: ignore[arg-type,return-value]
+    if pyspark.__version__.startswith("3.5"):
+        return ConnectDataFrame.withPlan(relation, session=spark)  # type: ignore[arg-type,return-value]
+    return ConnectDataFrame(relation, spark)  # type: ignore[arg-type,return-value]  # Spark 4: the constructor
 
 
 def map_task_rows(rows: DataFrame, schema: pa.Schema, function: ArrowFunction, output: StructType | str) -> DataFrame:
