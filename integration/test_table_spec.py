@@ -21,9 +21,11 @@ import pytest
 from hudi_connect_stack.endpoints import MinioEndpoint
 from hudi_connect_stack.testing.fixture_tables import unzip_fixture, upload_table
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.connect.client import ChannelBuilder
 
 from hudi_connect import forget_table
-from hudi_connect.client import remote_files
+from hudi_connect.client import remote_files, server
 from hudi_connect.core.errors import MetadataTableError
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
@@ -249,3 +251,36 @@ def test_listing_20000_file_slices_keeps_client_memory_bounded(
     print(f"listing memory: {result}")
     assert result["slices"] == 20_001
     assert result["peak_kb"] < 300 * 1024, f"client peak RSS {result['peak_kb'] / 1024:.0f} MB"
+
+
+MESSAGE_BOUND = 8 * 1024 * 1024
+"""The largest message a read may need from its server, as README's "Bounds" states it: a result row is one
+file's content (a commit's metadata) or a batch of small rows, never a whole timeline or listing."""
+
+
+def test_no_message_a_read_receives_grows_with_the_timeline(
+    spark: SparkSession, plain_server_url: str, local_base_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type="MERGE_ON_READ", options=META_OPTIONS)
+    padding = "x" * (3 * 1024 * 1024)  # extra commit metadata ("_" keys): each commit file about 3 MB
+    commits = [table.upsert(spark.createDataFrame([(k, f"v{k}.{n}", n, f"p{k % 2}") for k in range(n, n + 20)],
+                                                  SCHEMA), options={"_padding": padding}) for n in range(3)]
+    model = {k: f"v{k}.{n}" for n in range(3) for k in range(n, n + 20)}
+    assert sum(p.stat().st_size for p in Path(local_base_path, ".hoodie", "timeline").glob("*")) > MESSAGE_BOUND
+    # a session whose client refuses any message over the bound (pyspark's channel sets the limit itself,
+    # before any option given to it, and gRPC takes the first)
+    monkeypatch.setattr(ChannelBuilder, "MAX_MESSAGE_LENGTH", MESSAGE_BOUND)
+    bounded = server.connect(plain_server_url)
+    try:
+        # the bound bites: the three commit files in one cell pass it
+        commit_files = bounded.read.format("binaryFile").load(f"{local_base_path}/.hoodie/timeline/*.deltacommit")
+        with pytest.raises(Exception, match=r"RESOURCE_EXHAUSTED|larger than max"):
+            commit_files.agg(F.collect_list("content")).collect()
+        reader = TableReader(bounded, local_base_path)
+        assert {r.id: r.v for r in reader.snapshot().collect()} == model
+        assert reader.as_of(commits[0]).count() == 20
+        assert reader.incremental(commits[0], commits[2]).count() == 21  # (begin, end]: keys 1-21
+        assert slices_of(FileIndex(bounded, local_base_path)) == slices_of(FileIndex(spark, local_base_path))
+    finally:
+        bounded.stop()

@@ -28,8 +28,10 @@ import datetime
 import decimal
 import functools
 import gzip
+import operator
 import random
 import re
+import shutil
 import struct
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -43,12 +45,17 @@ from hudi import HudiTableBuilder
 from hudi_connect_stack.testing.fixture_tables import LocalTableView, local_table_view, unzip_fixture
 
 from hudi_connect.core.errors import HFileDecodeError, HudiConnectError, MetadataTableError
+from hudi_connect.core.executor import metadata_reader as reader
+from hudi_connect.core.executor.contracts import LISTING_PARTS
+from hudi_connect.core.executor.listing import PartitionFilter, list_storage, list_subtrees, list_top_level
+from hudi_connect.core.format.expressions import ColumnRange, Expression, col, lit, stats_may_match
 from hudi_connect.core.format.fs_view import FileSlice, file_slices_at
 from hudi_connect.core.format.log import LogBlock, LogBlockType, data_block_records, read_log_blocks
 from hudi_connect.core.format.metadata import (
     ALL_PARTITIONS_KEY,
     ColumnStats,
     HFileCompression,
+    KeySelection,
     MetadataDelete,
     MetadataEntry,
     MetadataRecord,
@@ -60,6 +67,7 @@ from hudi_connect.core.format.metadata import (
     all_partitions,
     column_stats,
     column_stats_key,
+    column_stats_prefix,
     decode_metadata_record,
     file_group_id,
     file_group_index,
@@ -121,28 +129,31 @@ def valid_log_instants(data: LocalTableView, metadata: LocalTableView) -> frozen
 
 
 def slice_entries(base: Path, file_slice: FileSlice, valid: frozenset[str] | None,
-                  keys: Iterable[str] | None = None) -> list[MetadataEntry]:
-    """The base file's records, then the log files' entries of valid instants."""
+                  keys: Iterable[str] | None = None, select: KeySelection | None = None) -> list[MetadataEntry]:
+    """The base file's records, then the log files' entries of valid instants (only ``keys``, or only what
+    ``select`` selects, when given)."""
     folder = base / ".hoodie" / "metadata" / file_slice.partition
+    if keys is not None:
+        select = KeySelection.of(keys=keys)
     entries: list[MetadataEntry] = []
     if file_slice.base_file is not None:
         path = folder / file_slice.base_file.name
         entries += hfile_records(path.read_bytes(), instant_time=file_slice.base_file.instant_time,
-                                 keys=keys, source=str(path))
+                                 select=select, source=str(path))
     blocks = [block for log in file_slice.log_files
               for block in read_log_blocks((folder / log.name).read_bytes(), source=log.name)]
-    entries += [entry for entry in log_entries(blocks, keys) if valid is None or entry.instant_time in valid]
+    entries += [entry for entry in log_entries(blocks, select) if valid is None or entry.instant_time in valid]
     return entries
 
 
-def merged_partition(base: Path, partition: str) -> dict[str, MetadataRecord]:
+def merged_partition(base: Path, partition: str, select: KeySelection | None = None) -> dict[str, MetadataRecord]:
     """A metadata partition's merged records, from the latest file slice of each of its file groups."""
     data, metadata = local_table_view(base), metadata_view(base)
     valid = valid_log_instants(data, metadata)
     merged: dict[str, MetadataRecord] = {}
     for file_slice in file_slices_at(metadata.files, metadata.timeline, table_version=9):
         if file_slice.partition == partition:
-            merged.update(merge_entries(slice_entries(base, file_slice, valid)))
+            merged.update(merge_entries(slice_entries(base, file_slice, valid, select=select)))
     return merged
 
 
@@ -291,6 +302,54 @@ def test_lookup_decodes_only_the_blocks_holding_the_keys() -> None:
     assert lookup(bytes(data), [b"k0", b"k5"]) == {b"k0": b"\x00", b"k5": b"\x05"}
     with pytest.raises(HFileDecodeError, match=rf"block at byte {second_block}: expected a block magic"):
         list(read_hfile(bytes(data), source="broken.hfile"))
+
+
+def test_prefix_lookups_find_exactly_the_rows_starting_with_each_prefix() -> None:
+    rows = sorted({f"{a}{b}{c}".encode() for a in "ace" for b in "bd" for c in "xyz"} | {b"a", b"c", b"e~"})
+    cells = [(row, row.upper()) for row in rows]
+    for per_block in (1, 2, 5, 100):
+        hfile = open_hfile(encode_hfile(cells, cells_per_block=per_block), "synthetic")
+        # prefixes inside blocks, across block boundaries, equal to whole rows, before the first and past the last
+        for prefixes in ([b"a"], [b"c", b"e"], [b"ad"], [b"cbz"], [b"b"], [b"0"], [b"f"], [b""], [b"e", b"a", b"e"]):
+            expected = {row: value for row, value in cells if any(row.startswith(p) for p in prefixes)}
+            assert hfile.with_prefixes(prefixes) == expected, (per_block, prefixes)
+    assert open_hfile(encode_hfile([]), "empty").with_prefixes([b"a"]) == {}
+
+
+def test_a_prefix_lookup_decodes_only_the_blocks_its_rows_are_in() -> None:
+    cells = [(f"{letter}{i}".encode(), bytes([i])) for letter in "abc" for i in range(4)]
+    data = bytearray(encode_hfile(cells, cells_per_block=4))  # a block per letter
+    last_block = open_hfile(bytes(data)).data_index[2].offset
+    data[last_block:last_block + 8] = b"NOTADATA"
+    hfile = open_hfile(bytes(data))
+    assert hfile.with_prefixes([b"a"]) == {row: value for row, value in cells if row.startswith(b"a")}
+    with pytest.raises(HFileDecodeError):  # the b rows reach into the c block to learn where they end
+        hfile.with_prefixes([b"b"])
+
+
+@pytest.mark.parametrize("name", META_TABLES)
+def test_selections_read_what_hudis_key_and_prefix_lookups_read(tables: Tables, name: str) -> None:
+    """Each column's statistics by key prefix, and each partition's files by key, equal the whole partition's
+    merged records restricted to them, base files and log blocks alike."""
+    base = tables(name)
+    every_stat = merged_partition(base, "column_stats")
+    columns = {record.payload.column for record in every_stat.values() if isinstance(record.payload, ColumnStats)}
+    assert len(columns) > 3
+    for column in columns:
+        selected = merged_partition(base, "column_stats", KeySelection.of(prefixes=[column_stats_prefix(column)]))
+        assert selected == {key: record for key, record in every_stat.items()
+                            if isinstance(record.payload, ColumnStats) and record.payload.column == column}
+    two = sorted(columns)[:2]
+    assert merged_partition(base, "column_stats", KeySelection.of(prefixes=map(column_stats_prefix, two))) == {
+        key: record for key, record in every_stat.items()
+        if isinstance(record.payload, ColumnStats) and record.payload.column in two}
+    every_file = merged_partition(base, "files")
+    partitions = all_partitions(merged_partition(base, "files", KeySelection.of(keys=[ALL_PARTITIONS_KEY])))
+    assert partitions == all_partitions(every_file) and partitions
+    for partition in partitions:
+        selected = merged_partition(base, "files", KeySelection.of(keys=[partition_identifier(partition)]))
+        assert partition_files(selected) == {partition: partition_files(every_file)[partition]}
+    assert merged_partition(base, "files", KeySelection.of(keys=["no=such"])) == {}
 
 
 def test_truncated_or_corrupt_hfiles_raise_hfile_decode_error(tables: Tables) -> None:
@@ -623,3 +682,73 @@ def test_a_value_that_does_not_match_its_schema_raises_metadata_table_error(tabl
         decode_metadata_record(key, value + b"\x00", schema)
     with pytest.raises(ValueError, match="not an HFile data block"):
         list(hfile_block_records(LogBlock(LogBlockType.DELETE, 1, {}, {}, 0, 0, b"")))
+
+
+# --- the worker bodies on a fixture's metadata table ----------------------------------------------------------------
+
+
+def metadata_source(base: Path) -> reader.MetadataSource:
+    return reader.MetadataSource(base.as_uri(), reader.DataTimeline.of(local_table_view(base).timeline), 9)
+
+
+@pytest.mark.parametrize("name", META_TABLES[:2])
+def test_a_pruned_metadata_listing_reads_the_kept_partitions_by_key(tables: Tables, name: str) -> None:
+    base = tables(name)
+    source = metadata_source(base)
+
+    def listing(predicate: Expression | None) -> set[tuple[str, str, int, str]]:
+        keep = PartitionFilter(("region",), pa.schema([("region", pa.string())]), True, False, predicate)
+        trigger = pa.record_batch({"base_uri": [source.base_uri]})
+        rows = [row for batch in reader.list_through_metadata(source, keep, [trigger]) for row in batch.to_pylist()]
+        return {(r["partition"], r["name"], r["size"], r["source"]) for r in rows}
+
+    whole = listing(None)
+    partitions = {row[0] for row in whole}
+    assert len(partitions) > 1 and {row[3] for row in whole} == {"metadata"}
+    for partition in partitions:
+        region = partition.split("=", 1)[1]
+        assert listing(col("region") == lit(region)) == {row for row in whole if row[0] == partition}
+    assert listing(col("region") == lit("nowhere")) == set()
+
+
+@pytest.mark.parametrize("name", META_TABLES[:2])
+def test_column_statistics_lookups_shard_over_tasks_and_agree_with_a_whole_read(tables: Tables, name: str) -> None:
+    base = tables(name)
+    source = metadata_source(base)
+    predicate = col("amount") > lit(decimal.Decimal("100.00"))
+    expected = {s.file_name: stats_may_match(predicate, {"amount": ColumnRange(s.min_value, s.max_value,
+                                                                               s.null_count, s.value_count)})
+                for s in column_stats(merged_partition(base, "column_stats")) if s.column == "amount"}
+    assert set(expected.values()) == {True, False}  # the predicate prunes some files and keeps others
+    for tasks in (1, 2, 3):
+        found: dict[str, bool] = {}
+        for shard, shards in reader.stats_shards(tasks):
+            trigger = pa.record_batch({"shard": [shard], "shards": [shards]}, schema=reader.STATS_SHARDS_SCHEMA)
+            for batch in reader.match_by_metadata_stats(source, predicate, ("amount",), [trigger]):
+                for row in batch.to_pylist():
+                    assert row["name"] not in found  # each file group is read by one task
+                    found[row["name"]] = row["may_match"]
+        assert found == expected, tasks
+
+
+@pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_nonpart_nometa"])
+@pytest.mark.parametrize("region", [None, "us"])
+def test_a_fanned_out_storage_listing_equals_one_tasks(tables: Tables, tmp_path: Path, name: str,
+                                                       region: str | None) -> None:
+    base = Path(shutil.copytree(tables(name), tmp_path / name))
+    (base / "region=zz" / "nested").mkdir(parents=True)  # a directory deeper than the partitions' level
+    (base / "region=zz" / "nested" / "stray.parquet").write_bytes(b"")
+    predicate = None if region is None else col("region") == lit(region)
+    keep = PartitionFilter(("region",), pa.schema([("region", pa.string())]), True, False, predicate)
+    trigger = pa.record_batch({"base_uri": [base.as_uri()]})
+    one_task = [row for batch in list_storage(keep, [trigger]) for row in batch.to_pylist()]
+    parts = [row for batch in list_top_level(keep, [trigger]) for row in batch.to_pylist()]
+    assert all(part["subtree"] != ".hoodie" for part in parts)
+    fanned = []
+    for shard in range(3):  # the parts as three tasks would get them after a round-robin repartition
+        batch = pa.RecordBatch.from_pylist(parts[shard::3], schema=LISTING_PARTS.schema)
+        fanned += [row for out in list_subtrees(keep, base.as_uri(), [batch]) for row in out.to_pylist()]
+    key = operator.itemgetter("partition", "name")
+    assert sorted(fanned, key=key) == sorted(one_task, key=key) and one_task
+    if region and name.startswith("cow"):  # pruned, but for the path deeper than the partition field reads
+        assert {row["partition"] for row in one_task} == {"region=us", "region=zz/nested"}

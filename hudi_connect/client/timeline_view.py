@@ -237,6 +237,13 @@ class TimelineView:
         """The data files listed with the timeline :meth:`cached_timeline` answers (None: too many to send)."""
         return self._state.files
 
+    @property
+    def files_over_limit(self) -> bool:
+        """Whether the last storage listing with the timeline found more data files than a batched listing
+        sends (:data:`~hudi_connect.client.remote_files.MAX_BATCHED_FILES`): a table to list by a plan that
+        fans out."""
+        return self._state.files_listed and self._state.files is None
+
     def cached_metadata_files(self, timeline: Timeline) -> tuple[str, tuple[StoredFile, ...]] | None:
         """Where a listing through the metadata table at ``timeline`` came from, and every data file it gave, if
         kept (see :meth:`keep_metadata_files`)."""

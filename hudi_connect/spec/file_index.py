@@ -30,18 +30,23 @@ from hudi_connect.client.remote_files import MAX_BATCHED_FILES, data_files_op, r
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.core.executor.contracts import LISTING, MATCHES
+from hudi_connect.core.executor.contracts import LISTING, LISTING_PARTS, MATCHES
 from hudi_connect.core.executor.listing import (
+    FAN_OUT_TASKS,
     PartitionFilter,
     StatsConfig,
     list_storage,
+    list_subtrees,
+    list_top_level,
     match_by_footer,
 )
 from hudi_connect.core.executor.metadata_reader import (
+    STATS_SHARDS_SCHEMA,
     DataTimeline,
     MetadataSource,
     list_through_metadata,
     match_by_metadata_stats,
+    stats_shards,
 )
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
@@ -205,14 +210,23 @@ class FileIndex:
 
     # --- the listing plan ---------------------------------------------------------------------
 
-    def listing(self, keep: PartitionFilter, timeline: Timeline) -> DataFrame:
-        """(partition, name, size, source) of every data file in kept partitions, as a Spark plan."""
+    def listing(self, keep: PartitionFilter, timeline: Timeline, *, fan_out: bool = False) -> DataFrame:
+        """(partition, name, size, source) of every data file in kept partitions, as a Spark plan, sorted by
+        partition. ``fan_out``: a storage listing spreads over :data:`FAN_OUT_TASKS` tasks by top-level
+        directory (for tables too large for one task to list)."""
         if self._metadata_has("files"):
             return map_task_rows(self._one_task(), BASE_URI_SCHEMA,
                                  partial(list_through_metadata, self._metadata_source(timeline), keep),
                                  f"{LISTING.ddl}, source string")
-        storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.ddl)
-        return storage.withColumn("source", F.lit("storage"))
+        if not fan_out:
+            storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.ddl)
+            return storage.withColumn("source", F.lit("storage"))
+        top = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_top_level, keep), LISTING_PARTS.ddl)
+        # round-robin, so that the directories spread evenly; then one sorted partition again for the client,
+        # which builds one partition's file slices at a time (coalesce would pull the listing into one task)
+        listed = top.repartition(FAN_OUT_TASKS).mapInArrow(partial(list_subtrees, keep, self._base_path),
+                                                           LISTING.ddl)
+        return listed.repartition(1).sortWithinPartitions("partition", "name").withColumn("source", F.lit("storage"))
 
     def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
         """The columns whose statistics prune files for ``predicate`` (none: statistics prune nothing)."""
@@ -236,7 +250,8 @@ class FileIndex:
             return files.withColumn("may_match", F.lit(True))
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)
-            matches = map_task_rows(self._one_task(), BASE_URI_SCHEMA,
+            ship_package(self._spark)
+            matches = map_task_rows(task_rows(self._spark, stats_shards(), STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
                                     partial(match_by_metadata_stats, source, predicate, columns), MATCHES.ddl)
         else:
             config = StatsConfig(self._base_path, predicate, columns)
@@ -277,7 +292,10 @@ class FileIndex:
             source, kept_files = kept_listing
             rows = (_ListedFile(f.partition, f.name, f.size, source) for f in kept_files)
         else:
-            rows = self._with_stats(self.listing(keep, state.timeline), state, predicate).toLocalIterator()
+            # no listing in hand: beyond the batched listing's limit, or never listed (statistics to join)
+            large = state.files is None and self.view.files_over_limit
+            rows = self._with_stats(self.listing(keep, state.timeline, fan_out=large), state,
+                                    predicate).toLocalIterator()
             if whole_metadata_listing:
                 rows = self._keeping(rows, state.timeline)
         replaced = replaced_file_groups(state.metadata, as_of)

@@ -83,6 +83,16 @@ class ListedFile(NamedTuple):
     size: int
 
 
+class ListingPart(NamedTuple):
+    """A fanned-out storage listing's first step, from the table's top level: a data file found there
+    (``subtree`` None), or a top-level directory (``subtree``; the rest None) that a later task lists."""
+
+    partition: str | None
+    name: str | None
+    size: int | None
+    subtree: str | None
+
+
 class FileMatch(NamedTuple):
     """Whether a data file may hold rows matching a predicate, by its column statistics (``partition``: None
     from the metadata table's statistics, which the client joins on the file name alone)."""
@@ -128,6 +138,8 @@ SLICES = RowContract(SliceRow, pa.schema([("partition", pa.string()), ("file_id"
                                           ("base_file", pa.string()), ("log_files", pa.list_(pa.string()))]))
 LISTING = RowContract(ListedFile, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                              ("size", pa.int64())]))
+LISTING_PARTS = RowContract(ListingPart, pa.schema([("partition", pa.string()), ("name", pa.string()),
+                                                   ("size", pa.int64()), ("subtree", pa.string())]))
 MATCHES = RowContract(FileMatch, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                             ("may_match", pa.bool_())]))
 CDC_SPLITS = RowContract(CdcSplitRow, pa.schema([

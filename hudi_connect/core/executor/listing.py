@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from hudi_connect.core.executor.contracts import MATCHES, FileMatch
+from hudi_connect.core.executor.contracts import LISTING_PARTS, MATCHES, FileMatch, ListingPart
 from hudi_connect.core.executor.refusals import worker_body
 from hudi_connect.core.executor.slices import listing_batch
-from hudi_connect.core.executor.storage import data_files, filesystem_for, join, storage_access
+from hudi_connect.core.executor.storage import data_files, filesystem_for, join, list_directory, storage_access
 from hudi_connect.core.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.core.format.spec_models import PartitionDescriptor
 
@@ -57,6 +58,47 @@ def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> It
                 if kept[partition]:
                     rows.append((partition, name, size))
             yield listing_batch(rows)
+
+
+FAN_OUT_TASKS = 8
+"""Tasks a storage listing fans out over, by top-level directory, when the table is too large for one task to
+list (more files than a batched listing holds): what Hudi's file-system-backed listing does with its engine
+context, so that a table of a million files is listed by several executors rather than one."""
+
+
+@worker_body
+def list_top_level(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For each ``base_uri``: the kept data files right below it (a non-partitioned table's), and every
+    top-level directory but ``.hoodie``, for :func:`list_subtrees` to list in other tasks."""
+    for batch in batches:
+        for base_uri in batch.column("base_uri").to_pylist():
+            parts: list[ListingPart] = []
+            for info in list_directory(base_uri):
+                name = info.base_name
+                if info.type == pafs.FileType.Directory and name != ".hoodie":
+                    parts.append(ListingPart(None, None, None, name))
+                elif info.type == pafs.FileType.File and keep.keeps(""):
+                    parts.append(ListingPart("", name, info.size or 0, None))
+            yield LISTING_PARTS.batch(parts)
+
+
+@worker_body
+def list_subtrees(keep: PartitionFilter, base_uri: str, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The second step of a fanned-out listing: files of :func:`list_top_level` pass through, and each
+    top-level directory is listed whole, keeping the files of kept partitions."""
+    for batch in batches:
+        rows: list[tuple[str, str, int]] = []
+        for part in LISTING_PARTS.rows(batch):
+            if part.subtree is None:
+                rows.append((part.partition or "", part.name or "", part.size or 0))
+                continue
+            kept: dict[str, bool] = {}
+            for partition, name, size in data_files(base_uri, part.subtree):
+                if partition not in kept:
+                    kept[partition] = keep.keeps(partition)
+                if kept[partition]:
+                    rows.append((partition, name, size))
+        yield listing_batch(rows)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ data table's latest completed instant, the task lists storage instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -30,9 +30,14 @@ from hudi_connect.core.format.expressions import ColumnRange, Expression, stats_
 from hudi_connect.core.format.fs_view import FileSlice, StoredFile, file_slices_at
 from hudi_connect.core.format.log.format import LogBlock, read_log_blocks
 from hudi_connect.core.format.metadata import (
+    ALL_PARTITIONS_KEY,
     ColumnStats,
+    KeySelection,
     MetadataEntry,
+    PartitionFiles,
+    all_partitions,
     column_stats,
+    column_stats_prefix,
     file_group_id,
     file_group_index,
     hfile_records,
@@ -41,6 +46,7 @@ from hudi_connect.core.format.metadata import (
     partition_files,
     record_locations,
 )
+from hudi_connect.core.format.metadata.keys import partition_identifier
 from hudi_connect.core.format.timeline import Action, Timeline, parse_instant_file_name
 
 METADATA_DIR = ".hoodie/metadata"
@@ -137,31 +143,65 @@ def partition_slices(source: MetadataSource, metadata: MetadataTimeline, partiti
     return file_slices_at(stored, metadata.timeline, table_version=metadata.version)
 
 
-def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozenset[str],
-                  keys: Sequence[str] | None = None) -> list[MetadataEntry]:
-    """A metadata file slice's records in merge order: base file, then valid log blocks."""
-    entries: list[MetadataEntry] = []
+@dataclass(frozen=True)
+class FetchedSlice:
+    """A metadata file slice's files, read once (base file first, then its log files), so that one slice can
+    answer several lookups."""
+
+    file_slice: FileSlice
+    uris: tuple[str, ...]
+    contents: tuple[bytes, ...] = field(repr=False)
+
+    def entries(self, valid: frozenset[str], select: KeySelection | None = None) -> list[MetadataEntry]:
+        """The slice's records in merge order, of valid log blocks only; only those ``select`` selects
+        when given (found through the HFiles' block indexes)."""
+        entries: list[MetadataEntry] = []
+        logs_from = 0
+        if self.file_slice.base_file is not None:
+            entries.extend(hfile_records(self.contents[0], instant_time=self.file_slice.base_instant,
+                                         select=select, source=self.uris[0]))
+            logs_from = 1
+        blocks: list[LogBlock] = []
+        for uri, content in zip(self.uris[logs_from:], self.contents[logs_from:], strict=True):
+            blocks.extend(read_log_blocks(content, source=uri))
+        entries.extend(e for e in log_entries(blocks, select) if e.instant_time in valid)
+        return entries
+
+
+def fetch_slice(source: MetadataSource, file_slice: FileSlice) -> FetchedSlice:
+    """Read a metadata file slice's files, in parallel."""
     names = [f.name for f in file_slice.log_files]
     if file_slice.base_file is not None:
         names.insert(0, file_slice.base_file.name)
-    uris = [join(source.metadata_uri, file_slice.partition, name) for name in names]
-    contents = read_many(uris)  # every file of the slice is decoded and held below anyway
-    logs_from = 0
-    if file_slice.base_file is not None:
-        entries.extend(hfile_records(contents[0], instant_time=file_slice.base_instant, keys=keys, source=uris[0]))
-        logs_from = 1
-    blocks: list[LogBlock] = []
-    for uri, content in zip(uris[logs_from:], contents[logs_from:], strict=True):
-        blocks.extend(read_log_blocks(content, source=uri))
-    entries.extend(e for e in log_entries(blocks, keys) if e.instant_time in valid)
-    return entries
+    uris = tuple(join(source.metadata_uri, file_slice.partition, name) for name in names)
+    return FetchedSlice(file_slice, uris, tuple(read_many(list(uris))))
+
+
+def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozenset[str],
+                  select: KeySelection | None = None) -> list[MetadataEntry]:
+    """A metadata file slice's records in merge order: base file, then valid log blocks."""
+    return fetch_slice(source, file_slice).entries(valid, select)
+
+
+def _kept_partition_files(fetched: FetchedSlice, valid: frozenset[str],
+                          keep: PartitionFilter) -> dict[str, PartitionFiles]:
+    """The files of the kept partitions a files-partition slice lists. Without a predicate every record is
+    read; with one, the partition list first, then only the kept partitions' records, by key."""
+    if keep.predicate is None:
+        return partition_files(merge_entries(fetched.entries(valid)))
+    listed = all_partitions(merge_entries(fetched.entries(valid, KeySelection.of(keys=[ALL_PARTITIONS_KEY]))))
+    kept = [partition for partition in listed if keep.keeps(partition)]
+    if not kept:
+        return {}
+    select = KeySelection.of(keys=[partition_identifier(partition) for partition in kept])
+    return partition_files(merge_entries(fetched.entries(valid, select)))
 
 
 def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline, keep: PartitionFilter) -> pa.RecordBatch:
     valid = valid_block_instants(source, metadata.timeline)
     rows: list[tuple[str, str, int]] = []
     for file_slice in partition_slices(source, metadata, "files"):
-        for partition, files in partition_files(merge_entries(slice_entries(source, file_slice, valid))).items():
+        for partition, files in _kept_partition_files(fetch_slice(source, file_slice), valid, keep).items():
             if keep.keeps(partition):
                 rows.extend((partition, name, size) for name, size in files.files.items() if name not in files.deleted)
     return listing_batch(rows)
@@ -193,19 +233,33 @@ def _ranges(stats: Iterable[ColumnStats], columns: tuple[str, ...]) -> dict[str,
     return by_file
 
 
+STATS_TASKS = 2
+"""Tasks a column-statistics lookup spreads over: Hudi writes the column_stats partition in two file groups by
+default (``hoodie.metadata.index.column.stats.file.group.count``), and each task reads its share of them."""
+STATS_SHARDS_SCHEMA = pa.schema([("shard", pa.int32()), ("shards", pa.int32())])  # the input of the lookup
+
+
+def stats_shards(tasks: int = STATS_TASKS) -> list[tuple[int, int]]:
+    """The task rows of a column-statistics lookup: (shard, shards) for each task."""
+    return [(shard, tasks) for shard in range(tasks)]
+
+
 @worker_body
 def match_by_metadata_stats(source: MetadataSource, predicate: Expression, columns: tuple[str, ...],
                             batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers."""
+    """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers.
+    Each (shard, shards) row reads the file groups whose position is ``shard`` modulo ``shards``, and only the
+    statistics of ``columns``, by key prefix."""
+    select = KeySelection.of(prefixes=[column_stats_prefix(column) for column in columns])
     for batch in batches:
-        for _ in range(batch.num_rows):
+        for shard, shards in zip(batch.column("shard").to_pylist(), batch.column("shards").to_pylist(), strict=True):
             metadata = _metadata_timeline(source)
             if metadata is None or not caught_up(source, metadata.timeline):
                 continue  # no statistics: nothing is pruned
             valid = valid_block_instants(source, metadata.timeline)
             names, matches = [], []
-            for file_slice in partition_slices(source, metadata, "column_stats"):
-                merged = merge_entries(slice_entries(source, file_slice, valid))
+            for file_slice in partition_slices(source, metadata, "column_stats")[shard::shards]:
+                merged = merge_entries(slice_entries(source, file_slice, valid, select))
                 for name, ranges in _ranges(column_stats(merged), columns).items():
                     names.append(name)
                     matches.append(stats_may_match(predicate, ranges))
@@ -231,6 +285,7 @@ def locate(source: MetadataSource, batches: Iterable[pa.RecordBatch]) -> Iterato
         found = {}
         for file_id, group_keys in wanted.items():
             if file_id in groups:
-                found.update(record_locations(merge_entries(slice_entries(source, groups[file_id], valid, group_keys))))
+                selected = KeySelection.of(keys=group_keys)
+                found.update(record_locations(merge_entries(slice_entries(source, groups[file_id], valid, selected))))
         yield LOCATIONS.batch(RecordLocation(key, v.partition, v.file_id, v.instant_millis)
                               for key, v in found.items())

@@ -242,10 +242,11 @@ def without_directory_markers(infos: list[pafs.FileInfo]) -> list[pafs.FileInfo]
                     and (info.path.endswith("/") or info.path in directories))]
 
 
-def data_files(base_uri: str) -> Iterator[tuple[str, str, int]]:
-    """(partition, name, size) of every file below ``base_uri`` outside ``.hoodie``, from a storage listing."""
+def data_files(base_uri: str, below: str = "") -> Iterator[tuple[str, str, int]]:
+    """(partition, name, size) of every file below ``base_uri`` (or its subdirectory ``below``) outside
+    ``.hoodie``, from a storage listing; partitions relative to ``base_uri``."""
     root = location_of(base_uri).path.rstrip("/")
-    for info in list_directory(base_uri, recursive=True):
+    for info in list_directory(join(base_uri, below) if below else base_uri, recursive=True):
         if info.type != pafs.FileType.File:
             continue
         relative = info.path[len(root) + 1:]

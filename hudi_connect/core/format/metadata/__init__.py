@@ -24,6 +24,7 @@ from hudi_connect.core.format.metadata.keys import (
     NON_PARTITIONED_NAME,
     bloom_filter_key,
     column_stats_key,
+    column_stats_prefix,
     file_group_id,
     file_group_index,
     partition_stats_key,
@@ -56,6 +57,7 @@ from hudi_connect.core.format.metadata.records import (
     hfile_records,
     log_entries,
 )
+from hudi_connect.core.format.metadata.selection import KeySelection
 from hudi_connect.core.format.metadata.values import ValueType, unwrap_value
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "HFile",
     "HFileCompression",
     "HFileTrailer",
+    "KeySelection",
     "MetadataDelete",
     "MetadataEntry",
     "MetadataPayload",
@@ -81,6 +84,7 @@ __all__ = [
     "bloom_filter_key",
     "column_stats",
     "column_stats_key",
+    "column_stats_prefix",
     "decode_metadata_record",
     "file_group_id",
     "file_group_index",

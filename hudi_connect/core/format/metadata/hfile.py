@@ -28,7 +28,8 @@ native writer shortens them, and the file info's ``hfile.LASTKEY``, to row
 length and row only.
 
 Only ``bytes`` are read, and blocks are decoded when reached: :func:`lookup`
-decodes just the data blocks that may hold the keys asked for. Checksums are
+and :meth:`HFile.with_prefixes` decode just the data blocks that may hold the
+keys or key prefixes asked for. Checksums are
 not verified (Hudi's reader does not either); GZ payloads carry their own CRC.
 """
 
@@ -125,6 +126,25 @@ class HFile:
                 if row in wanted:
                     found[row] = value
                 if row >= largest:
+                    break
+        return found
+
+    def with_prefixes(self, prefixes: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The cells whose row starts with one of ``prefixes``: rows sort bytewise, so each prefix's rows are
+        contiguous, from the block the index places the prefix in to the first row past it."""
+        first_rows = [entry.first_key for entry in self.data_index]
+        found: dict[bytes, bytes] = {}
+        for prefix in sorted(set(prefixes)):
+            start = max(bisect.bisect_right(first_rows, prefix) - 1, 0)
+            for entry in self.data_index[start:]:
+                passed = False
+                for row, value in self._block_cells(entry):
+                    if row.startswith(prefix):
+                        found[row] = value
+                    elif row > prefix:
+                        passed = True
+                        break
+                if passed:
                     break
         return found
 

@@ -117,6 +117,12 @@ def column_stats_key(partition: str, file_name: str, column: str) -> str:
     return _hash64_id(column) + partition_hash(partition) + _file_id(file_name)
 
 
+def column_stats_prefix(column: str) -> str:
+    """The prefix every key of a column's statistics starts with, in any partition and data file
+    (what Hudi's ``getRecordsByKeyPrefixes`` looks up for data skipping)."""
+    return _hash64_id(column)
+
+
 def partition_stats_key(partition: str, column: str) -> str:
     """Key of a column's statistics over one partition (``getPartitionStatsIndexKey``)."""
     return _hash64_id(column) + partition_hash(partition)

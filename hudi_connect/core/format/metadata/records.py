@@ -46,6 +46,7 @@ from hudi_connect.core.format.log.blocks import delete_records, rollback_target
 from hudi_connect.core.format.log.format import LogBlock, LogBlockType
 from hudi_connect.core.format.metadata.hfile import HFile, open_hfile
 from hudi_connect.core.format.metadata.keys import data_partition, secondary_index_key_parts
+from hudi_connect.core.format.metadata.selection import KeySelection
 from hudi_connect.core.format.metadata.values import unwrap_value
 
 SCHEMA_FILE_INFO = "schema"
@@ -309,18 +310,22 @@ def _schema_of(hfile: HFile, header_schema: str | None) -> str:
 
 
 def _records(hfile: HFile, schema_json: str, instant_time: str | None,
-             keys: Iterable[str] | None) -> Iterator[MetadataRecord]:
-    if keys is None:
+             select: KeySelection | None) -> Iterator[MetadataRecord]:
+    if select is None:
         cells: Iterable[tuple[bytes, bytes]] = hfile.cells()
     else:
-        cells = sorted(hfile.get(key.encode() for key in keys).items())
+        keys, prefixes = select.encoded()
+        found = hfile.get(keys)
+        found.update(hfile.with_prefixes(prefixes))
+        cells = sorted(found.items())
     for key, value in cells:
         yield decode_metadata_record(key, value, schema_json, instant_time, hfile.source)
 
 
-def hfile_records(data: bytes, *, instant_time: str | None = None, keys: Iterable[str] | None = None,
+def hfile_records(data: bytes, *, instant_time: str | None = None, select: KeySelection | None = None,
                   source: str = "metadata base file") -> Iterator[MetadataRecord]:
-    """The records of a metadata table base file (``.hfile``), in key order; only ``keys`` when given.
+    """The records of a metadata table base file (``.hfile``), in key order; only those ``select`` selects
+    when given.
 
     ``instant_time`` is the instant in the file's name, recorded on each record.
 
@@ -330,11 +335,12 @@ def hfile_records(data: bytes, *, instant_time: str | None = None, keys: Iterabl
         records = list(hfile_records(path.read_bytes(), instant_time=name.rsplit("_", 1)[1][:-6]))
     """
     hfile = open_hfile(data, source)
-    return _records(hfile, _schema_of(hfile, None), instant_time, keys)
+    return _records(hfile, _schema_of(hfile, None), instant_time, select)
 
 
-def hfile_block_records(block: LogBlock, keys: Iterable[str] | None = None) -> Iterator[MetadataRecord]:
-    """The records of an HFile data block of a metadata table log file, in key order; only ``keys`` when given.
+def hfile_block_records(block: LogBlock, select: KeySelection | None = None) -> Iterator[MetadataRecord]:
+    """The records of an HFile data block of a metadata table log file, in key order; only those ``select``
+    selects when given.
 
     Example::
 
@@ -345,11 +351,11 @@ def hfile_block_records(block: LogBlock, keys: Iterable[str] | None = None) -> I
     if block.block_type is not LogBlockType.HFILE_DATA:
         raise ValueError(f"{block.block_type.name} block at byte {block.offset} is not an HFile data block")
     hfile = open_hfile(block.content, f"HFILE_DATA block at byte {block.offset}")
-    return _records(hfile, _schema_of(hfile, block.schema_json), block.instant_time, keys)
+    return _records(hfile, _schema_of(hfile, block.schema_json), block.instant_time, select)
 
 
-def log_entries(blocks: Iterable[LogBlock], keys: Iterable[str] | None = None) -> list[MetadataEntry]:
-    """The records and deletes of a file slice's log blocks, in order; only those of ``keys`` when given.
+def log_entries(blocks: Iterable[LogBlock], select: KeySelection | None = None) -> list[MetadataEntry]:
+    """The records and deletes of a file slice's log blocks, in order; only those ``select`` selects when given.
 
     Like Hudi's log record reader, corrupt blocks are skipped and a rollback
     command block drops the blocks of its target instant read before it.
@@ -359,9 +365,8 @@ def log_entries(blocks: Iterable[LogBlock], keys: Iterable[str] | None = None) -
     Example::
 
         blocks = [b for path in log_paths for b in read_log_blocks(path.read_bytes(), source=str(path))]
-        entries = log_entries(blocks, keys=["TXN-001"])
+        entries = log_entries(blocks, KeySelection.of(keys=["TXN-001"]))
     """
-    wanted = None if keys is None else frozenset(keys)
     kept: list[LogBlock] = []
     for block in blocks:
         if block.block_type is LogBlockType.CORRUPT:
@@ -377,8 +382,8 @@ def log_entries(blocks: Iterable[LogBlock], keys: Iterable[str] | None = None) -
     entries: list[MetadataEntry] = []
     for block in kept:
         if block.block_type is LogBlockType.HFILE_DATA:
-            entries.extend(hfile_block_records(block, wanted))
+            entries.extend(hfile_block_records(block, select))
         else:
             entries.extend(MetadataDelete(deleted.record_key, block.instant_time) for deleted in delete_records(block)
-                           if wanted is None or deleted.record_key in wanted)
+                           if select is None or select.matches(deleted.record_key))
     return entries
