@@ -53,7 +53,7 @@ def main() -> None:
                   f"in {time.perf_counter() - begin:.0f}s", flush=True)
             reader = TableReader(plain, path)
             plan = reader.plan()
-            print(f"  file slices {len(plan.slices)}, base files {plan.base_files}, log files {plan.log_files}")
+            print(f"  file slices {len(plan.slices or ())}, base files {plan.base_files}, log files {plan.log_files}")
             medians = interleaved({
                 "hudi": lambda p=path: fingerprint(hudi.read.format("hudi").load(p)),
                 "ours": lambda r=reader: fingerprint(r.snapshot()),

@@ -27,7 +27,8 @@ from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client.server import connect
 from hudi_connect.core.errors import UnsupportedOperationError
 from hudi_connect.core.format.table_schema import META_COLUMNS
-from hudi_connect.reader import TableReader
+from hudi_connect.reader import TableReader, table_reader
+from hudi_connect.spec import col
 from hudi_connect.table.hudi_table import HudiTable
 
 FIXTURES = [n for n in fixture_names() if n != "cow_v6_empty"]
@@ -169,3 +170,41 @@ def test_written_table_with_a_failed_write_equals_hudis_reads(
     table.upsert(rows([(7, "last", 3, "p1")]))
     assert multiset(reader.snapshot(), columns) == multiset(table.snapshot(with_meta_columns=True), columns)
     assert META_COLUMNS[0] in columns
+
+
+@pytest.mark.parametrize("name", ["mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite",
+                                  "mor_avro_v6_trips_8i3d"])
+def test_reads_whose_slices_the_executors_make_equal_the_clients(
+    plain_server_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Past MAX_PLANNED_SLICES the executors make a read's file slices from the listing, and the plan names no
+    file: every kind of read then equals the read the client planned (here past a bound of 0 slices)."""
+    base = str(unzip_fixture(name, tmp_path))
+    session = connect(plain_server_url)
+    try:
+        session.conf.set("spark.sql.shuffle.partitions", "3")  # the tasks the file groups spread over
+        planned = TableReader(session, base)
+        commits = list(planned.view.timeline().write_commits())
+        middle = commits[len(commits) // 2]
+        reads = {
+            "snapshot": lambda r: r.snapshot(),
+            "as of": lambda r: r.as_of(middle),
+            "read optimized": lambda r: r.read_optimized(),
+            "incremental": lambda r: r.incremental(commits[0]),
+            "incremental from the start": lambda r: r.incremental("earliest", middle),
+        }
+        if "txns" in name:  # partition and column statistics pruning (the metadata table's, or Parquet footers)
+            times = sorted(r.txn_ts for r in planned.snapshot().select("txn_ts").collect())
+            reads["pruned"] = lambda r: r.snapshot([col("region") == "us", col("txn_ts") > times[len(times) // 2]])
+        columns = planned.snapshot().columns
+        expected = {what: multiset(read(planned), columns) for what, read in reads.items()}
+        assert expected["snapshot"] and expected["incremental from the start"]
+        monkeypatch.setattr(table_reader, "MAX_PLANNED_SLICES", 0)
+        on_executors = TableReader(session, base)
+        assert on_executors.plan().slices is None
+        with pytest.raises(UnsupportedOperationError, match="made on the executors"):
+            _ = on_executors.plan().base_files
+        for what, read in reads.items():
+            assert multiset(read(on_executors), columns) == expected[what], what
+    finally:
+        session.stop()

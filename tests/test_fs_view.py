@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
 from hudi_connect_stack.testing.fixture_tables import fixture_names, local_table_view, unzip_fixture
 
-from hudi_connect.core.format.fs_view import BaseFile, LogFile, StoredFile, file_slices_at, parse_data_file
+from hudi_connect.core.executor.contracts import GROUPED_FILES, SLICES
+from hudi_connect.core.executor.slicing import ListingSlicing, file_groups_of_listing, slices_of_listing
+from hudi_connect.core.format.fs_view import (
+    BaseFile,
+    LogFile,
+    SliceChoice,
+    StoredFile,
+    file_slices_at,
+    parse_data_file,
+)
 from hudi_connect.core.format.timeline import Timeline, parse_instant_file_name
 
 
@@ -66,3 +76,43 @@ def test_log_files_named_before_an_upgrade_from_version_6_stay_in_their_slice() 
     [latest] = file_slices_at([StoredFile("", base, 1), StoredFile("", log, 1)], timeline, table_version=9,
                               as_of="20260101000000500")
     assert latest.base_file is not None and [f.name for f in latest.log_files] == [log]
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_slices_made_on_the_executors_equal_the_clients(tmp_path: Path, name: str) -> None:
+    """The workers that make a large read's slices (files tagged with their group, shuffled by group, sliced
+    batch by batch) give the slices the client makes of the whole listing, at every instant, with statistics
+    pruning, for incremental and read-optimized reads."""
+    base = unzip_fixture(name, tmp_path)
+    view = local_table_view(base)
+    version, timeline = view.properties.version, view.timeline
+    files = sorted(view.files, key=lambda f: (f.partition, f.name))
+    excluded = {f.name for f in files[::3]}
+    listing = pa.Table.from_pylist([{"partition": f.partition, "name": f.name, "size": f.size, "source": "storage",
+                                     "may_match": f.name not in excluded} for f in files])
+    grouped = pa.Table.from_batches(list(file_groups_of_listing(listing.to_batches(max_chunksize=5))),
+                                    GROUPED_FILES.schema)
+    by_group = grouped.sort_by([("partition", "ascending"), ("file_id", "ascending")])
+
+    def executors(slicing: ListingSlicing, chunk: int) -> set[tuple[object, ...]]:
+        rows = [row for batch in slices_of_listing(slicing, by_group.to_batches(max_chunksize=chunk))
+                for row in SLICES.rows(batch)]
+        return {(r.partition, r.file_id, r.base_file, tuple(r.log_files)) for r in rows}
+
+    def client(choice: SliceChoice, touched: frozenset[tuple[str, str]] | None = None,
+               base_only: bool = False) -> set[tuple[object, ...]]:
+        kept, _ = choice.slices(files, excluded)
+        return {(s.partition, s.file_id, s.base_file.name if s.base_file else None,
+                 () if base_only else tuple(f.name for f in s.log_files))
+                for s in kept if (touched is None or (s.partition, s.file_id) in touched)
+                and (s.base_file or not base_only)}
+
+    for as_of in [None, *(i.requested_time for i in timeline.write_commits())]:
+        choice = SliceChoice(timeline, version, view.replaced, as_of, keep_logged=True)
+        expected = client(choice)
+        assert expected or as_of is not None or not files
+        for chunk in (1, 2, 7, 1000):  # a file group's files split across batches, or all in one
+            assert executors(ListingSlicing(choice), chunk) == expected, (as_of, chunk)
+        touched = frozenset(list({(p, f) for p, f, _, _ in expected})[:2])
+        assert executors(ListingSlicing(choice, touched), 3) == client(choice, touched)
+        assert executors(ListingSlicing(choice, base_only=True), 3) == client(choice, base_only=True)

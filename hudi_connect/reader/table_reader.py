@@ -59,28 +59,44 @@ from hudi_connect.core.format.timeline import Instant, Timeline, range_time, val
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.spark_columns import all_of
 
+MAX_PLANNED_SLICES = 20_000
+"""The most file slices a read plans on the client. A read of more makes its slices on the executors
+(:meth:`~hudi_connect.spec.FileIndex.slice_rows`), so that the client holds no more than this many at any size
+of table, and the plan names no file."""
+
 
 @dataclass(frozen=True)
 class ReadPlan:
-    """What a read will touch: for tests, ``explain`` and pruning counts."""
+    """What a read will touch: for tests, ``explain`` and pruning counts.
 
-    slices: tuple[FileSlice, ...]
+    ``slices`` is None for a read of more than :data:`MAX_PLANNED_SLICES` slices: ``slice_rows`` then makes
+    them on the executors, and they are not counted on the client."""
+
+    slices: tuple[FileSlice, ...] | None
     record_schema: pa.Schema  # what the executors merge into
     schema: StructType  # the same, as Spark sees it
     commit_times: frozenset[str] | None = None
     predicates: tuple[Expression, ...] = ()
     type_changes: tuple[TypeChange, ...] = ()  # older files hold some columns in another type
     column_renames: ColumnRenames = ()  # schema on read: older files name some columns differently
+    slice_rows: DataFrame | None = None  # the slices, made on the executors (when ``slices`` is None)
 
     @property
     def base_files(self) -> int:
         """How many of the plan's file slices have a base file."""
-        return sum(1 for s in self.slices if s.base_file)
+        return sum(1 for s in self._counted() if s.base_file)
 
     @property
     def log_files(self) -> int:
         """How many log files the plan's file slices merge, in all."""
-        return sum(len(s.log_files) for s in self.slices)
+        return sum(len(s.log_files) for s in self._counted())
+
+    def _counted(self) -> tuple[FileSlice, ...]:
+        if self.slices is None:
+            raise UnsupportedOperationError(
+                f"the read has more than {MAX_PLANNED_SLICES} file slices: they are made on the executors, "
+                "and not counted on the client")
+        return self.slices
 
 
 class TableReader:
@@ -138,6 +154,8 @@ class TableReader:
         commits_in_range: list[Instant] | None = None,
         predicates: Sequence[Expression] = (),
         files: tuple[StoredFile, ...] | None = None,
+        *,
+        read_optimized: bool = False,
     ) -> ReadPlan:
         props = self.view.properties
         commits = [i for i in timeline.write_commits() if as_of is None or i.requested_time <= as_of]
@@ -157,16 +175,35 @@ class TableReader:
             changes = schema_history_changes(props, written, arrow_schema)
             check_promotable(changes, where=where)
         state = TableState(timeline, metadata, TableDefinition.of(self._base_path, props, arrow_schema), files)
-        slices = [s for snapshot in self.index.list_files_at(as_of, predicates, state=state)
-                  for s in snapshot.file_slices]
-        commit_times = None
+        touched, commit_times = None, None
         if commits_in_range is not None:
-            touched = {(s.partition_path, s.file_id) for i in commits_in_range for s in metadata[i].write_stats}
-            slices = [s for s in slices if (s.partition, s.file_id) in touched]
+            touched = frozenset((s.partition_path, s.file_id) for i in commits_in_range
+                                for s in metadata[i].write_stats)
             commit_times = frozenset(i.requested_time for i in commits_in_range)
         spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)  # local-timestamp: ntz
-        return ReadPlan(tuple(slices), arrow_schema, spark_schema, commit_times, tuple(predicates), tuple(changes),
-                        renames)
+        plan = ReadPlan(None, arrow_schema, spark_schema, commit_times, tuple(predicates), tuple(changes), renames)
+        slices = self._client_slices(state, as_of, predicates)
+        if slices is None:
+            tasks = int(self._spark.conf.get("spark.sql.shuffle.partitions") or "200")
+            rows = self.index.slice_rows(state, predicates, as_of, tasks=tasks, touched=touched,
+                                         base_only=read_optimized)
+            return dataclasses.replace(plan, slice_rows=rows)
+        if touched is not None:
+            slices = [s for s in slices if (s.partition, s.file_id) in touched]
+        if read_optimized:  # base files only: what compaction has merged so far
+            slices = [FileSlice(s.partition, s.file_id, s.base_file, ()) for s in slices if s.base_file]
+        return dataclasses.replace(plan, slices=tuple(slices))
+
+    def _client_slices(self, state: TableState, as_of: str | None,
+                       predicates: Sequence[Expression]) -> list[FileSlice] | None:
+        """The read's file slices, listed to the client; None once there are more than
+        :data:`MAX_PLANNED_SLICES` (the listing's stream is dropped there, and the executors make them)."""
+        slices: list[FileSlice] = []
+        for snapshot in self.index.list_files_at(as_of, predicates, state=state):
+            slices.extend(snapshot.file_slices)
+            if len(slices) > MAX_PLANNED_SLICES:
+                return None
+        return slices
 
     def _column_renames(self, timeline: Timeline, metadata: dict[Instant, CommitMetadata],
                         schema_commits: list[Instant]) -> ColumnRenames:
@@ -180,6 +217,14 @@ class TableReader:
         return versions_with_renames(versions, reader, where=f"the table at {self._base_path}")
 
     def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
+        if plan.slices is None:
+            if plan.slice_rows is None:
+                raise AssertionError("a plan without slices has the executors make them")
+            ship_package(self._spark)
+            config = self.slice_read_config(plan.record_schema, valid_block_instants(timeline, as_of),
+                                            commit_times=plan.commit_times, column_renames=plan.column_renames)
+            read = map_task_rows(plan.slice_rows, SLICES.schema, partial(read_file_slices, config), plan.schema)
+            return self._kept_rows(read, plan)
         parts: list[DataFrame] = []
         # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance,
         # and every slice once a column changed type: Spark's scan would not promote old values as Hudi does)
@@ -202,7 +247,11 @@ class TableReader:
             parts.append(map_task_rows(slices_df, SLICES.schema, partial(read_file_slices, config), plan.schema))
         if not parts:
             return self._spark.createDataFrame([], plan.schema)
-        df = reduce(lambda a, b: a.unionByName(b), parts)
+        return self._kept_rows(reduce(lambda a, b: a.unionByName(b), parts), plan)
+
+    @staticmethod
+    def _kept_rows(df: DataFrame, plan: ReadPlan) -> DataFrame:
+        """The rows of the read's slices the read returns: not deleted, of its commits, matching its predicates."""
         if IS_DELETED_COLUMN in plan.schema.fieldNames():
             df = df.where(~F.coalesce(F.col(IS_DELETED_COLUMN), F.lit(False)))
         if plan.commit_times is not None and COMMIT_TIME_COLUMN in plan.schema.fieldNames():
@@ -238,10 +287,7 @@ class TableReader:
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         if time_travel and as_of is not None:
             self._check_time_travel(timeline, as_of, following=following)
-        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files)
-        if read_optimized:  # base files only: what compaction has merged so far
-            bases = tuple(FileSlice(s.partition, s.file_id, s.base_file, ()) for s in plan.slices if s.base_file)
-            plan = dataclasses.replace(plan, slices=bases)
+        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files, read_optimized=read_optimized)
         return self._execute(plan, timeline, as_of), plan
 
     def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> None:

@@ -30,7 +30,7 @@ from hudi_connect.client.remote_files import MAX_BATCHED_FILES, data_files_op, r
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.core.executor.contracts import LISTING, LISTING_PARTS, MATCHES
+from hudi_connect.core.executor.contracts import GROUPED_FILES, LISTING, LISTING_PARTS, MATCHES, SLICES
 from hudi_connect.core.executor.listing import (
     FAN_OUT_TASKS,
     PartitionFilter,
@@ -49,9 +49,10 @@ from hudi_connect.core.executor.metadata_reader import (
     stats_shards,
 )
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
+from hudi_connect.core.executor.slicing import ListingSlicing, file_groups_of_listing, slices_of_listing
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import And, Expression
-from hudi_connect.core.format.fs_view import FileSlice, StoredFile, file_slices_at, replaced_file_groups
+from hudi_connect.core.format.fs_view import FileSlice, SliceChoice, StoredFile, replaced_file_groups
 from hudi_connect.core.format.internal_schema import uses_schema_on_read
 from hudi_connect.core.format.schema_evolution import schema_history_changes
 from hudi_connect.core.format.spec_models import (
@@ -278,6 +279,25 @@ class FileIndex:
         if kept is not None and sources:
             self.view.keep_metadata_files(timeline, sources.pop(), tuple(kept))
 
+    def slice_choice(self, state: TableState, predicate: Expression | None, as_of: str | None) -> SliceChoice:
+        """Which file slices a read at ``as_of`` takes of listed files (pruned by ``predicate``'s statistics)."""
+        return SliceChoice(state.timeline, self.view.properties.version, replaced_file_groups(state.metadata, as_of),
+                           as_of, self._merges_columns(self._stats_columns(state, predicate)))
+
+    def slice_rows(self, state: TableState, predicates: Sequence[Expression], as_of: str | None, *, tasks: int,
+                   touched: frozenset[tuple[str, str]] | None = None, base_only: bool = False) -> DataFrame:
+        """The file slices of a read as a Spark plan of :data:`~hudi_connect.core.executor.contracts.SLICES`
+        rows, made on the executors from the listing (for a read of more slices than the client holds): the
+        listing's files go to ``tasks`` tasks by file group, and each task makes its groups' slices.
+        ``touched``: only these (partition, file id) groups; ``base_only``: base files only (read-optimized)."""
+        predicate = conjunction(predicates)
+        keep = self.partition_filter(state.definition.schema, predicate)
+        listed = self.listing(keep, state.timeline, fan_out=state.files is None and self.view.files_over_limit)
+        grouped = self._with_stats(listed, state, predicate).mapInArrow(file_groups_of_listing, GROUPED_FILES.ddl)
+        slicing = ListingSlicing(self.slice_choice(state, predicate, as_of), touched, base_only)
+        return (grouped.repartition(tasks, "partition", "file_id").sortWithinPartitions("partition", "file_id")
+                .mapInArrow(partial(slices_of_listing, slicing), SLICES.ddl))
+
     def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
@@ -298,9 +318,7 @@ class FileIndex:
                                     predicate).toLocalIterator()
             if whole_metadata_listing:
                 rows = self._keeping(rows, state.timeline)
-        replaced = replaced_file_groups(state.metadata, as_of)
-        version = self.view.properties.version
-        mixed = self._merges_columns(self._stats_columns(state, predicate))
+        choice = self.slice_choice(state, predicate, as_of)
         self.counts = ListingCounts()
         for partition, group in itertools.groupby(rows, key=lambda r: r.partition):
             files, excluded = [], set()
@@ -310,9 +328,8 @@ class FileIndex:
                 if not row.may_match:
                     excluded.add(row.name)
             self.counts.files += len(files)
-            slices = file_slices_at(files, state.timeline, table_version=version, replaced=replaced, as_of=as_of)
-            kept = [s for s in slices if not _excluded(s, excluded) or (mixed and s.log_files)]
-            self.counts.pruned_by_stats += len(slices) - len(kept)
+            kept, pruned = choice.slices(files, excluded)
+            self.counts.pruned_by_stats += pruned
             if kept:
                 self.counts.partitions += 1
                 self.counts.file_slices += len(kept)
@@ -349,12 +366,6 @@ class FileIndex:
             chosen = tuple(s for s in slices if (s.partition, s.file_id) in touched)
             if chosen:
                 yield PartitionIncrementalSnapshot(keep.descriptor(partition), times[0], as_of, chosen, times)
-
-
-def _excluded(file_slice: FileSlice, excluded: set[str]) -> bool:
-    """Whether every file of the slice has statistics that exclude the predicate."""
-    names = [f.name for f in file_slice.log_files] + ([file_slice.base_file.name] if file_slice.base_file else [])
-    return bool(names) and all(name in excluded for name in names)
 
 
 def _requested(instant: Instant | str | None) -> str | None:

@@ -93,6 +93,17 @@ class ListingPart(NamedTuple):
     subtree: str | None
 
 
+class GroupedFile(NamedTuple):
+    """A listed data file with its file group, on its way to the executor that makes that group's slice
+    (``may_match``: False where its column statistics exclude the read's predicate)."""
+
+    partition: str
+    file_id: str
+    name: str
+    size: int
+    may_match: bool
+
+
 class FileMatch(NamedTuple):
     """Whether a data file may hold rows matching a predicate, by its column statistics (``partition``: None
     from the metadata table's statistics, which the client joins on the file name alone)."""
@@ -140,6 +151,9 @@ LISTING = RowContract(ListedFile, pa.schema([("partition", pa.string()), ("name"
                                              ("size", pa.int64())]))
 LISTING_PARTS = RowContract(ListingPart, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                                    ("size", pa.int64()), ("subtree", pa.string())]))
+GROUPED_FILES = RowContract(GroupedFile, pa.schema([("partition", pa.string()), ("file_id", pa.string()),
+                                                   ("name", pa.string()), ("size", pa.int64()),
+                                                   ("may_match", pa.bool_())]))
 MATCHES = RowContract(FileMatch, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                             ("may_match", pa.bool_())]))
 CDC_SPLITS = RowContract(CdcSplitRow, pa.schema([

@@ -24,8 +24,9 @@ failed or rolled-back writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
+from functools import cached_property
 
 from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.format.commit_metadata import CommitMetadata
@@ -182,43 +183,86 @@ def file_slices_at(
     as_of: str | None = None,
 ) -> list[FileSlice]:
     """The file slice of every live file group at ``as_of`` (default: the latest completed instant)."""
-    first_active = timeline.first()
-    committed = BlockValidity(committed_instants(timeline, as_of),
-                              first_active.requested_time if first_active else None, as_of).__contains__
-    completion_of = {i.requested_time: i.completion_time for i in timeline if i.is_completed}
+    return SliceChoice(timeline, table_version, replaced, as_of).all_slices(files)
 
-    bases: dict[tuple[str, str], list[BaseFile]] = {}
-    logs: dict[tuple[str, str], list[LogFile]] = {}
-    for stored in files:
-        parsed = parse_data_file(stored)
-        if parsed is None or (parsed.partition, parsed.file_id) in replaced:
-            continue
-        key = (parsed.partition, parsed.file_id)
-        if isinstance(parsed, BaseFile):
-            if committed(parsed.instant_time):
-                bases.setdefault(key, []).append(parsed)
-        elif not parsed.is_cdc:
-            logs.setdefault(key, []).append(parsed)
 
-    slices = []
-    for key in sorted(set(bases) | set(logs)):
-        base = max(bases.get(key, []), key=lambda b: b.instant_time, default=None)
-        base_instant = base.instant_time if base else ""
-        chosen = []
-        for log in logs.get(key, []):
-            if hudi_1_layout(table_version):  # log files join a slice by completion time
-                completion = completion_of.get(log.instant_time)
-                if not committed(log.instant_time) or (completion is not None and completion <= base_instant):
-                    continue
-                if completion is None and log.instant_time < base_instant:
-                    continue  # archived deltacommit before the base file: already compacted
-                # (one named after the base file's own instant was written before an upgrade from version 6,
-                # which named log files after their slice's base instant: its blocks belong to this slice)
-            elif log.instant_time < base_instant:
+@dataclass(frozen=True)
+class SliceChoice:
+    """Which file slices a read takes of listed files: the slice of every live file group at ``as_of``
+    (default: the latest completed instant), except those whose every file's column statistics exclude the
+    predicate (given as the names ``excluded``), unless ``keep_logged`` and the slice has log files (a merged
+    record may match where no single file's statistics do). The one rule of the client's listing and of the
+    executors that make the file slices of a read too large for the client to hold.
+
+    Example::
+
+        choice = SliceChoice(timeline, table_version=9, as_of="20260307162434124")
+        slices, pruned = choice.slices(files, excluded={"f1-0_0-1-1_20260307162434124.parquet"})
+    """
+
+    timeline: Timeline
+    table_version: int
+    replaced: frozenset[tuple[str, str]] = frozenset()
+    as_of: str | None = None
+    keep_logged: bool = False
+
+    @cached_property
+    def _committed(self) -> BlockValidity:
+        first_active = self.timeline.first()
+        return BlockValidity(committed_instants(self.timeline, self.as_of),
+                             first_active.requested_time if first_active else None, self.as_of)
+
+    @cached_property
+    def _completion_of(self) -> dict[str, str | None]:
+        return {i.requested_time: i.completion_time for i in self.timeline if i.is_completed}
+
+    def slices(self, files: Iterable[StoredFile], excluded: Set[str] = frozenset()) -> tuple[list[FileSlice], int]:
+        """The slices of ``files`` the read takes, and how many more the statistics pruned."""
+        slices = self.all_slices(files)
+        kept = [s for s in slices if not _excluded(s, excluded) or (self.keep_logged and s.log_files)]
+        return kept, len(slices) - len(kept)
+
+    def all_slices(self, files: Iterable[StoredFile]) -> list[FileSlice]:
+        """The file slice of every live file group of ``files``, unpruned."""
+        committed, completion_of = self._committed.__contains__, self._completion_of
+        bases: dict[tuple[str, str], list[BaseFile]] = {}
+        logs: dict[tuple[str, str], list[LogFile]] = {}
+        for stored in files:
+            parsed = parse_data_file(stored)
+            if parsed is None or (parsed.partition, parsed.file_id) in self.replaced:
                 continue
-            chosen.append(log)
-        if base is None and not chosen:
-            continue
-        chosen.sort(key=lambda f: (f.instant_time, f.version, f.write_token))
-        slices.append(FileSlice(key[0], key[1], base, tuple(chosen)))
-    return slices
+            key = (parsed.partition, parsed.file_id)
+            if isinstance(parsed, BaseFile):
+                if committed(parsed.instant_time):
+                    bases.setdefault(key, []).append(parsed)
+            elif not parsed.is_cdc:
+                logs.setdefault(key, []).append(parsed)
+
+        slices = []
+        for key in sorted(set(bases) | set(logs)):
+            base = max(bases.get(key, []), key=lambda b: b.instant_time, default=None)
+            base_instant = base.instant_time if base else ""
+            chosen = []
+            for log in logs.get(key, []):
+                if hudi_1_layout(self.table_version):  # log files join a slice by completion time
+                    completion = completion_of.get(log.instant_time)
+                    if not committed(log.instant_time) or (completion is not None and completion <= base_instant):
+                        continue
+                    if completion is None and log.instant_time < base_instant:
+                        continue  # archived deltacommit before the base file: already compacted
+                    # (one named after the base file's own instant was written before an upgrade from version 6,
+                    # which named log files after their slice's base instant: its blocks belong to this slice)
+                elif log.instant_time < base_instant:
+                    continue
+                chosen.append(log)
+            if base is None and not chosen:
+                continue
+            chosen.sort(key=lambda f: (f.instant_time, f.version, f.write_token))
+            slices.append(FileSlice(key[0], key[1], base, tuple(chosen)))
+        return slices
+
+
+def _excluded(file_slice: FileSlice, excluded: Set[str]) -> bool:
+    """Whether every file of the slice has statistics that exclude the predicate."""
+    names = [f.name for f in file_slice.log_files] + ([file_slice.base_file.name] if file_slice.base_file else [])
+    return bool(names) and all(name in excluded for name in names)
