@@ -33,6 +33,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -84,26 +85,36 @@ elif what == "snapshot":
     result = TableReader(spark, path).snapshot().count()
 else:
     result = ChangeQuery(spark, path).changes(args["begin"]).count()
-print(json.dumps({"result": result, "baseline_mb": baseline / 1024, "peak_mb": high_water_kb() / 1024}))
+print(json.dumps({"result": int(result), "baseline_mb": baseline / 1024, "peak_mb": high_water_kb() / 1024}))
 """
 
 
 def write_direct_files(hudi_file: Path, partitions: list[Path], files: int, commit: str) -> None:
     """``files`` one-row base files of ``commit`` spread over ``partitions``, with the schema (and Avro
-    schema in the footer) of a file Hudi wrote in that commit."""
-    schema = pq.read_schema(hudi_file)
+    schema in the footer) of a file Hudi wrote in that commit; two processes write them."""
     per_partition = files // len(partitions)
-    key = 10_000_000
-    for directory in partitions:
+    chunks = [(str(hudi_file), [str(p) for p in partitions[i::2]], per_partition, commit, i) for i in range(2)]
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_write_files, chunks))
+
+
+def _write_files(chunk: tuple[str, list[str], int, str, int]) -> None:
+    hudi_file, partitions, per_partition, commit, worker = chunk
+    written = pq.read_schema(hudi_file)
+    # the Avro schema, as Hudi's reader of the footer expects it; not the bloom filter of Hudi's file (~100 KB)
+    schema = written.with_metadata({k: v for k, v in (written.metadata or {}).items() if b"avro" in k})
+    key = 10_000_000 + worker * 1_000_000_000
+    for partition in partitions:
+        directory = Path(partition)
         part = directory.name.split("=", 1)[-1]
         for _ in range(per_partition):
-            file_id = f"{uuid.uuid4()}-0"
-            name = f"{file_id}_0-1-1_{commit}.parquet"
+            name = f"{uuid.uuid4()}-0_0-1-1_{commit}.parquet"
             row = {"_hoodie_commit_time": commit, "_hoodie_commit_seqno": f"{commit}_0_{key}",
                    "_hoodie_record_key": str(key), "_hoodie_partition_path": directory.name,
                    "_hoodie_file_name": name, "id": key, "name": f"n{key}", "part": part, "ts": key % 1000}
-            table = pa.Table.from_pylist([{f.name: row.get(f.name) for f in schema}], schema=schema)
-            pq.write_table(table, directory / name)
+            columns = [pa.array([row.get(f.name)], f.type) for f in schema]
+            pq.write_table(pa.Table.from_arrays(columns, schema=schema), directory / name, compression="NONE",
+                           use_dictionary=False)
             key += 1
 
 
@@ -194,7 +205,7 @@ def main() -> None:
                 print(f"  client memory, {what}: peak {memory['peak_mb']:.0f} MB "
                       f"(after connecting {memory['baseline_mb']:.0f} MB)", flush=True)
                 report.append({"files": files, "case": f"client memory: {what}", **memory})
-    print("\nRESULT " + json.dumps(report))
+    print("\nRESULT " + json.dumps(report, default=int))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ from hudi_connect_stack.testing.compare import row_multiset
 from hudi_connect_stack.testing.fixture_tables import unzip_fixture
 from pyspark.sql import DataFrame, Row, SparkSession
 
+from hudi_connect import forget_table
 from hudi_connect.cdc import ChangeQuery
+from hudi_connect.client import remote_files
 from hudi_connect.core.errors import ServerMisconfiguredError
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
@@ -207,6 +209,24 @@ def test_changes_without_cdc_equal_the_difference_of_snapshots(
         got = net_effect(query.changes(begin, instant, format="typed"))
         assert got == expected, f"{name} at {instant.requested_time}\n{query.explain(begin, instant)}"
         previous = current
+
+
+@pytest.mark.parametrize("name", ["mor_avro_v9_txns_simple_nometa", "cow_v6_simplekeygen_nonhivestyle_overwritetable"])
+def test_changes_of_a_table_too_large_to_list_whole_read_only_the_touched_files(
+    plain_spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Past a batched listing's limit a change query lists only the partitions its range touched and keeps
+    only the touched file groups' files (issue #33): the changes are the same as from the whole listing."""
+    base = str(unzip_fixture(name, tmp_path))
+    commits = list(TableReader(plain_spark, base).view.timeline().write_commits())
+    ranges = [("earliest", None), (commits[0], commits[len(commits) // 2]), (commits[len(commits) // 2], None)]
+    expected = [net_effect(ChangeQuery(plain_spark, base).changes(b, e, format="typed")) for b, e in ranges]
+    assert expected[0]
+    monkeypatch.setattr(remote_files, "MAX_BATCHED_FILES", 0)
+    forget_table(plain_spark, base)  # else the session plans on the listing it kept
+    query = ChangeQuery(plain_spark, base)
+    assert [net_effect(query.changes(b, e, format="typed")) for b, e in ranges] == expected
+    assert TableReader(plain_spark, base).view.files_over_limit  # the session state the query left
 
 
 def test_explain_names_the_cases(plain_spark: SparkSession, tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 from hudi_connect_stack.testing.fixture_tables import local_table_view, unzip_fixture
 
-from hudi_connect.cdc.cases import CdcInferenceCase, infer_splits
-from hudi_connect.cdc.query import images_without_meta
+from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
+from hudi_connect.cdc.query import images_without_meta, touched_files, touched_partitions
+from hudi_connect.core.format.fs_view import StoredFile
 from hudi_connect.core.format.table_config import CdcLoggingMode
+from hudi_connect.core.format.timeline import Action, Instant, InstantState
 
 
 def _cases(tmp_path: Path, name: str) -> tuple[list[str], Counter[CdcInferenceCase]]:
@@ -50,3 +52,22 @@ def test_image_shapes_follow_hudis_logging_modes() -> None:
     assert images_without_meta(CdcInferenceCase.AS_IS, CdcLoggingMode.DATA_BEFORE) == (True, False)
     assert images_without_meta(CdcInferenceCase.AS_IS, CdcLoggingMode.OP_KEY_ONLY) == (False, False)
     assert images_without_meta(CdcInferenceCase.LOG_FILE, CdcLoggingMode.DATA_BEFORE_AFTER) == (False, False)
+
+
+def test_a_change_query_keeps_only_the_files_its_splits_touch() -> None:
+    """The client holds the files of the range's file groups, not the table's (issue #33)."""
+    commit = Instant("20260101000000001", Action.COMMIT, InstantState.COMPLETED, "20260101000000002")
+    splits = [CdcSplit(commit, CdcInferenceCase.AS_IS, "p=1", "g1-0", ("p=1/.g1-0_20260101000000001.log.1_0-1-1.cdc",),
+                       None),
+              CdcSplit(commit, CdcInferenceCase.BASE_FILE_INSERT, "", "g9-0", ("g9-0_0-1-1_20260101000000001.parquet",),
+                       None)]
+    files = [StoredFile("p=1", "g1-0_0-1-1_20260101000000001.parquet"),
+             StoredFile("p=1", "g1-0_0-1-1_20250101000000001.parquet"),
+             StoredFile("p=1", ".g1-0_20260101000000001.log.1_0-1-1.cdc"),
+             StoredFile("p=1", "g2-0_0-1-1_20260101000000001.parquet"),  # another group, same partition
+             StoredFile("p=2", "g1-0_0-1-1_20260101000000001.parquet"),  # same id, another partition
+             StoredFile("p=1", ".hoodie_partition_metadata"),
+             StoredFile("", "g9-0_0-1-1_20260101000000001.parquet"),
+             StoredFile("", "g8-0_0-1-1_20260101000000001.parquet")]
+    assert touched_partitions(splits) == {"p=1", ""}
+    assert touched_files(files, splits) == [files[0], files[1], files[2], files[6]]

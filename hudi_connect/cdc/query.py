@@ -11,11 +11,13 @@ range follows Hudi 1.x: commits whose completion time lies in (begin, end]
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Literal
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -58,6 +60,7 @@ from hudi_connect.core.format.fs_view import (
     FileSlice,
     StoredFile,
     file_slices_at,
+    parse_data_file,
     replaced_file_groups,
     valid_block_instants,
 )
@@ -218,13 +221,17 @@ class ChangeQuery:
         if not splits:
             return _Plan([], [], config, spark_schema, events_schema, None)
         slices_at: dict[str, dict[tuple[str, str], FileSlice]] = {}
-        # the table's files, listed (a Spark job) only if a split needs slices and they were not listed above
-        listed: list[list[StoredFile]] = [] if files is None else [list(files)]
+        # the files of the splits' file groups, listed (a Spark job) only if a split needs slices and the table's
+        # files were not listed above: the client holds what the range touched, not the table
+        listed: list[list[StoredFile]] = [] if files is None else [touched_files(files, splits)]
+
+        def list_touched() -> None:
+            if not listed:
+                listed.append(self._touched_listing(splits, arrow_schema))
 
         def slices(as_of: str) -> dict[tuple[str, str], FileSlice]:
             if as_of not in slices_at:
-                if not listed:
-                    listed.append(self._reader.list_files())
+                list_touched()
                 found = file_slices_at(listed[0], timeline, table_version=props.version,
                                        replaced=replaced_file_groups(metadata, as_of), as_of=as_of)
                 slices_at[as_of] = {(s.partition, s.file_id): s for s in found}
@@ -233,8 +240,7 @@ class ChangeQuery:
         bound = view.cleaned_bound(timeline)
         if bound is not None and bound.may_have_cleaned([*in_range, *(s.previous_commit for s in splits
                                                                       if s.previous_commit)]):
-            if not listed:
-                listed.append(self._reader.list_files())
+            list_touched()
             present = {f"{f.partition}/{f.name}" if f.partition else f.name for f in listed[0]}
             for split in splits:
                 before, after = _sides(split, slices, props.cdc_logging_mode)
@@ -257,6 +263,14 @@ class ChangeQuery:
             return _Plan(rows, [], config, spark_schema, events_schema, choice)
         python_rows = [row for row, whole in zip(rows, whole_events, strict=True) if not whole]
         return _Plan(python_rows, record_rows, config, spark_schema, events_schema, choice)
+
+    @over_connect("listing the files a change query touches")
+    def _touched_listing(self, splits: list[CdcSplit], schema: pa.Schema) -> list[StoredFile]:
+        """The files of the splits' file groups, from a storage listing of their partitions, streamed."""
+        index = self._reader.index
+        keep = dataclasses.replace(index.partition_filter(schema, None), paths=frozenset(touched_partitions(splits)))
+        rows = index.storage_listing(keep, fan_out=index.view.files_over_limit).toLocalIterator()
+        return touched_files((StoredFile(r.partition, r.name, r.size) for r in rows), splits)
 
     def _split_rows(self, rows: list[CdcSplitRow]) -> DataFrame:
         """``rows`` as a DataFrame sliced as Spark slices a local relation: one task per core of the server,
@@ -429,6 +443,28 @@ def images_without_meta(case: CdcInferenceCase, mode: CdcLoggingMode | None) -> 
     if mode is CdcLoggingMode.DATA_BEFORE:
         return (True, False)
     return (True, True)
+
+
+def touched_partitions(splits: Iterable[CdcSplit]) -> set[str]:
+    """The partitions of the splits' file groups and of the files their commits wrote."""
+    return {s.partition for s in splits} | {path.rpartition("/")[0] for s in splits for path in s.files if path}
+
+
+def touched_files(files: Iterable[StoredFile], splits: Sequence[CdcSplit]) -> list[StoredFile]:
+    """Of ``files``, those of the splits' file groups and those their commits wrote: all a change query's
+    slices and cleaner checks look at."""
+    groups = {(s.partition, s.file_id) for s in splits}
+    written = {path for s in splits for path in s.files if path}
+    partitions = touched_partitions(splits)
+    kept = []
+    for stored in files:
+        if stored.partition not in partitions:
+            continue
+        parsed = parse_data_file(stored)
+        path = f"{stored.partition}/{stored.name}" if stored.partition else stored.name
+        if (parsed is not None and (parsed.partition, parsed.file_id) in groups) or path in written:
+            kept.append(stored)
+    return kept
 
 
 def _sides(split: CdcSplit, slices: Callable[[str], dict[tuple[str, str], FileSlice]],

@@ -219,6 +219,11 @@ class FileIndex:
             return map_task_rows(self._one_task(), BASE_URI_SCHEMA,
                                  partial(list_through_metadata, self._metadata_source(timeline), keep),
                                  f"{LISTING.ddl}, source string")
+        return self.storage_listing(keep, fan_out=fan_out)
+
+    def storage_listing(self, keep: PartitionFilter, *, fan_out: bool = False) -> DataFrame:
+        """(partition, name, size, source) of every file in kept partitions, hidden log files included, from a
+        storage listing, as a Spark plan sorted by partition (see :meth:`listing`)."""
         if not fan_out:
             storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.ddl)
             return storage.withColumn("source", F.lit("storage"))

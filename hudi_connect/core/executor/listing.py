@@ -34,6 +34,7 @@ class PartitionFilter:
     url_encoded: bool
     predicate: Expression | None
     opaque: frozenset[str] = frozenset()  # fields whose path values are not column values
+    paths: frozenset[str] | None = None  # only these partition paths (a change query's touched partitions)
 
     def descriptor(self, path: str) -> PartitionDescriptor:
         """The partition values the partition path encodes (as its Hudi key generator wrote them)."""
@@ -41,7 +42,9 @@ class PartitionFilter:
                                          url_encoded=self.url_encoded, opaque=self.opaque)
 
     def keeps(self, path: str) -> bool:
-        """Whether the partition at ``path`` may hold matching rows (always, without a predicate)."""
+        """Whether the partition at ``path`` may hold matching rows (always, without a predicate or paths)."""
+        if self.paths is not None and path not in self.paths:
+            return False
         return self.predicate is None or partition_may_match(self.predicate, self.descriptor(path).values)
 
 

@@ -187,7 +187,7 @@ def _kept_partition_files(fetched: FetchedSlice, valid: frozenset[str],
                           keep: PartitionFilter) -> dict[str, PartitionFiles]:
     """The files of the kept partitions a files-partition slice lists. Without a predicate every record is
     read; with one, the partition list first, then only the kept partitions' records, by key."""
-    if keep.predicate is None:
+    if keep.predicate is None and keep.paths is None:
         return partition_files(merge_entries(fetched.entries(valid)))
     listed = all_partitions(merge_entries(fetched.entries(valid, KeySelection.of(keys=[ALL_PARTITIONS_KEY]))))
     kept = [partition for partition in listed if keep.keeps(partition)]
