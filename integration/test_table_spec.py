@@ -262,7 +262,7 @@ def test_no_message_a_read_receives_grows_with_the_timeline(
     spark: SparkSession, plain_server_url: str, local_base_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
-                             partition_by="part", table_type="MERGE_ON_READ", options=META_OPTIONS)
+                             partition_by="part", table_type="MERGE_ON_READ")  # the metadata table's files only
     padding = "x" * (3 * 1024 * 1024)  # extra commit metadata ("_" keys): each commit file about 3 MB
     commits = [table.upsert(spark.createDataFrame([(k, f"v{k}.{n}", n, f"p{k % 2}") for k in range(n, n + 20)],
                                                   SCHEMA), options={"_padding": padding}) for n in range(3)]
