@@ -132,6 +132,34 @@ def test_written_table_listing_and_record_index_with_a_failed_write(
     assert tagged["1"] is None and tagged["404"] is None  # deleted, never written
 
 
+@pytest.mark.full  # CI's pruned listings through the metadata table: the tests above
+def test_a_pruned_listing_through_the_metadata_table_reads_a_partition_deleted_later(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str
+) -> None:
+    """Pruned listings through the metadata table, which look partitions up by key, around a delete_partition:
+    a time travel before it still reads the partition's files, the latest listing no longer does, as from
+    storage and as Hudi reads."""
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type="COPY_ON_WRITE", options=META_OPTIONS)
+    first = table.insert(spark.createDataFrame([(k, f"v{k}", 1, f"p{k % 3}") for k in range(12)], SCHEMA))
+    second = table.upsert(spark.createDataFrame([(k, f"u{k}", 2, f"p{k % 3}") for k in range(0, 12, 2)], SCHEMA))
+    deleted = table.delete_partitions(["part=p1"])
+    through_metadata = FileIndex(plain_spark, local_base_path)
+    from_storage = FileIndex(plain_spark, local_base_path, use_metadata=False)
+    cases: list[list[Expression]] = [[col("part") == "p1"], [col("part").isin("p0", "p1")], [col("ts") > 1]]
+    for instant in (first, second, deleted):
+        for predicates in cases:
+            listed = slices_of(through_metadata, instant, predicates)
+            assert listed == slices_of(from_storage, instant, predicates), (instant, predicates)
+            assert through_metadata.counts.source == "metadata"
+    assert slices_of(through_metadata, second, [col("part") == "p1"])  # before the deletion: there
+    assert not slices_of(through_metadata, None, [col("part") == "p1"])  # after it: gone
+    reader = TableReader(plain_spark, local_base_path)
+    for instant in (first, second):
+        assert rows_of(reader.as_of(instant, [col("part") == "p1"])) == rows_of(
+            table.as_of(instant).where("part = 'p1'")) != Counter()
+
+
 def test_metadata_table_behind_falls_back_to_storage(
     spark: SparkSession, plain_spark: SparkSession, local_base_path: str
 ) -> None:

@@ -350,6 +350,13 @@ def test_selections_read_what_hudis_key_and_prefix_lookups_read(tables: Tables, 
         selected = merged_partition(base, "files", KeySelection.of(keys=[partition_identifier(partition)]))
         assert partition_files(selected) == {partition: partition_files(every_file)[partition]}
     assert merged_partition(base, "files", KeySelection.of(keys=["no=such"])) == {}
+    # keys chosen by a test on each key (the partitions a predicate keeps), every key tested
+    for partition in partitions:
+        identifier = partition_identifier(partition)
+        chosen = KeySelection.of(where=lambda key, p=identifier: key == p)
+        assert partition_files(merged_partition(base, "files", chosen)) == {
+            partition: partition_files(every_file)[partition]}
+    assert merged_partition(base, "files", KeySelection.of(where=lambda key: True)) == every_file
 
 
 def test_truncated_or_corrupt_hfiles_raise_hfile_decode_error(tables: Tables) -> None:

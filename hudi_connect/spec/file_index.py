@@ -259,6 +259,9 @@ class FileIndex:
             ship_package(self._spark)
             matches = map_task_rows(task_rows(self._spark, stats_shards(), STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
                                     partial(match_by_metadata_stats, source, predicate, columns), MATCHES.ddl)
+            # a file's statistics of two columns may sit in two file groups (Hudi places each record by its
+            # whole key), each judged alone: the file may match only if every one allows it
+            matches = matches.groupBy("name").agg(F.min("may_match").alias("may_match"))
         else:
             config = StatsConfig(self._base_path, predicate, columns)
             matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)

@@ -35,7 +35,6 @@ from hudi_connect.core.format.metadata import (
     KeySelection,
     MetadataEntry,
     PartitionFiles,
-    all_partitions,
     column_stats,
     column_stats_prefix,
     file_group_id,
@@ -46,7 +45,7 @@ from hudi_connect.core.format.metadata import (
     partition_files,
     record_locations,
 )
-from hudi_connect.core.format.metadata.keys import partition_identifier
+from hudi_connect.core.format.metadata.keys import data_partition
 from hudi_connect.core.format.timeline import Action, Timeline, parse_instant_file_name
 
 METADATA_DIR = ".hoodie/metadata"
@@ -186,14 +185,12 @@ def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozense
 def _kept_partition_files(fetched: FetchedSlice, valid: frozenset[str],
                           keep: PartitionFilter) -> dict[str, PartitionFiles]:
     """The files of the kept partitions a files-partition slice lists. Without a predicate every record is
-    read; with one, the partition list first, then only the kept partitions' records, by key."""
+    decoded; with one, only the records of the partitions it keeps, chosen by their keys. Not through the
+    partition list: a partition deleted later (``delete_partition``) leaves that list, while its files, which a
+    time travel before the deletion reads, stay until the cleaner takes them."""
     if keep.predicate is None and keep.paths is None:
         return partition_files(merge_entries(fetched.entries(valid)))
-    listed = all_partitions(merge_entries(fetched.entries(valid, KeySelection.of(keys=[ALL_PARTITIONS_KEY]))))
-    kept = [partition for partition in listed if keep.keeps(partition)]
-    if not kept:
-        return {}
-    select = KeySelection.of(keys=[partition_identifier(partition) for partition in kept])
+    select = KeySelection.of(where=lambda key: key != ALL_PARTITIONS_KEY and keep.keeps(data_partition(key)))
     return partition_files(merge_entries(fetched.entries(valid, select)))
 
 

@@ -313,6 +313,8 @@ def _records(hfile: HFile, schema_json: str, instant_time: str | None,
              select: KeySelection | None) -> Iterator[MetadataRecord]:
     if select is None:
         cells: Iterable[tuple[bytes, bytes]] = hfile.cells()
+    elif select.where is not None:  # every key tested, only the selected values decoded
+        cells = ((key, value) for key, value in hfile.cells() if select.matches(key.decode("utf-8")))
     else:
         keys, prefixes = select.encoded()
         found = hfile.get(keys)

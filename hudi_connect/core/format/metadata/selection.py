@@ -10,31 +10,38 @@ data blocks that may hold them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class KeySelection:
-    """Records whose key is one of ``keys`` or starts with one of ``prefixes``.
+    """Records whose key is one of ``keys``, starts with one of ``prefixes``, or passes ``where``.
+
+    ``where`` tests keys the reader cannot name beforehand (the partitions a predicate keeps, among
+    those the ``files`` partition holds); it scans every cell's key but decodes only the selected values.
 
     Example::
 
         KeySelection.of(keys=["region=us"])                         # one partition's files
         KeySelection.of(prefixes=[column_stats_prefix("amount")])   # one column's statistics
+        KeySelection.of(where=lambda key: key.startswith("region=e"))
     """
 
     keys: frozenset[str] = frozenset()
     prefixes: frozenset[str] = frozenset()
+    where: Callable[[str], bool] | None = field(default=None, compare=False)
 
     @classmethod
-    def of(cls, keys: Iterable[str] = (), prefixes: Iterable[str] = ()) -> KeySelection:
-        """A selection of these keys and key prefixes."""
-        return cls(frozenset(keys), frozenset(prefixes))
+    def of(cls, keys: Iterable[str] = (), prefixes: Iterable[str] = (),
+           where: Callable[[str], bool] | None = None) -> KeySelection:
+        """A selection of these keys and key prefixes, and of the keys ``where`` accepts."""
+        return cls(frozenset(keys), frozenset(prefixes), where)
 
     def matches(self, key: str) -> bool:
         """Whether the record of ``key`` is selected."""
-        return key in self.keys or any(key.startswith(prefix) for prefix in self.prefixes)
+        return (key in self.keys or any(key.startswith(prefix) for prefix in self.prefixes)
+                or (self.where is not None and self.where(key)))
 
     def encoded(self) -> tuple[list[bytes], list[bytes]]:
         """(keys, prefixes) as the UTF-8 bytes an HFile's rows compare by, sorted."""
