@@ -33,6 +33,7 @@ from hudi_connect.client.timeline_view import forget_table
 from hudi_connect.client.worker_errors import library_errors
 from hudi_connect.core.errors import (
     CheckpointConflictError,
+    ConcurrentTableChangeError,
     HarnessMissingError,
     HFileDecodeError,
     HistoryUnavailableError,
@@ -89,6 +90,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointConflictError",
     "CommitMetadataError",
+    "ConcurrentTableChangeError",
     "Expression",
     "FileIndex",
     "FileSink",

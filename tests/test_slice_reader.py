@@ -88,3 +88,42 @@ def test_commit_time_ordering_takes_the_latest() -> None:
     merged = merge_slice(base, _logs([("a", 1, 1, False), ("b", 9, 2, False), ("b", 1, 3, False)]),
                          event_time_ordering=False)
     assert sorted(r["v"] for r in merged.to_pylist()) == ["a@1", "b@3"]
+
+
+@pytest.mark.parametrize("kind", ["base file", "log file"])
+def test_a_planned_file_gone_when_read_is_refused_by_name(tmp_path: Path, kind: str) -> None:
+    """A file the plan named, removed before the worker reads it (the cleaner, a rollback), is never read as
+    empty: ConcurrentTableChangeError names it and the instant the read was planned at, and reaches the client
+    as that class from the worker's text."""
+    import traceback
+
+    from hudi_connect.client.worker_errors import worker_refusal
+    from hudi_connect.core.errors import ConcurrentTableChangeError
+    from hudi_connect.core.executor.contracts import SLICES, SliceRow
+    from hudi_connect.core.executor.slices import read_file_slices
+
+    base = unzip_fixture("mor_avro_v9_txns_simple_meta", tmp_path)
+    view = local_table_view(base)
+    latest = view.timeline.write_commits().last()
+    assert latest is not None
+    schema = record_schema(view.metadata[latest].schema_json or "", meta_fields=True)
+    config = SliceReadConfig(base_uri=str(base), output_schema=schema,
+                             record_key_fields=view.properties.record_key_fields,
+                             ordering_field=(view.properties.ordering_fields or (None,))[0],
+                             event_time_ordering=True, valid_instants=valid_block_instants(view.timeline, None),
+                             planned_at=latest.requested_time)
+    slices = file_slices_at(view.files, view.timeline, table_version=view.properties.version)
+    chosen = next(s for s in slices if s.base_file and s.log_files)
+    assert chosen.base_file is not None
+    gone = chosen.base_file.name if kind == "base file" else chosen.log_files[-1].name
+    (base / chosen.partition / gone).unlink()
+    rows = SLICES.batch([SliceRow(chosen.partition, chosen.file_id, chosen.base_file.name,
+                                  [f.name for f in chosen.log_files])])
+    with pytest.raises(ConcurrentTableChangeError) as refused:
+        list(read_file_slices(config, [rows]))
+    assert refused.value.path.endswith(f"{chosen.partition}/{gone}")
+    assert refused.value.planned_at == latest.requested_time
+    assert f"planned at instant {latest.requested_time}" in str(refused.value)
+    printed = "".join(traceback.format_exception(refused.value))  # as the worker prints it for the client
+    arrived = worker_refusal(RuntimeError(printed))
+    assert isinstance(arrived, ConcurrentTableChangeError) and gone in str(arrived)

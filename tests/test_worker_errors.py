@@ -70,3 +70,39 @@ def test_a_refusal_leaves_a_worker_body_with_a_one_frame_traceback_and_no_cause(
     frames = [line for line in printed.splitlines() if line.strip().startswith('File "')]
     assert len(frames) == 2 and "refusals.py" in frames[1], printed  # this caller's, and the body's own
     assert printed.rstrip().splitlines()[-1].startswith("hudi_connect.core.errors.StorageAccessError: listing gs://lake")
+
+
+@pytest.mark.parametrize("text", [
+    # Spark 3.5, at analysis; in a task; Spark 4's error class
+    "[PATH_NOT_FOUND] Path does not exist: file:/tmp/t/p0/3f2a-0_0-12-30_20261126093001123.parquet.",
+    "org.apache.spark.SparkException: Job aborted ... java.io.FileNotFoundException: File "
+    "s3a://lake/t/p0/3f2a-0_0-12-30_20261126093001123.parquet does not exist\nIt is possible the underlying "
+    "files have been updated.",
+    "[FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error while reading file "
+    "file:///tmp/t/p0/.3f2a-0_20261126093001123.log.1_0-9-20. File does not exist.",
+])
+def test_a_data_file_sparks_scan_found_gone_is_a_concurrent_change(text: str) -> None:
+    from hudi_connect.core.errors import ConcurrentTableChangeError
+
+    refusal = worker_refusal(RuntimeError(text))
+    assert isinstance(refusal, ConcurrentTableChangeError)
+    assert refusal.path.split("/")[-1].startswith(("3f2a", ".3f2a")) and refusal.planned_at is None
+    assert "is gone" in str(refusal)
+
+
+def test_other_missing_paths_are_not_a_concurrent_change() -> None:
+    assert worker_refusal(RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/tmp/t/.hoodie/hoodie.properties."))\
+        is None
+    assert worker_refusal(RuntimeError("[PATH_NOT_FOUND] Path does not exist: s3a://lake/exports/part-0.parquet."))\
+        is None
+
+
+def test_a_concurrent_change_raised_in_a_worker_keeps_its_file_and_instant() -> None:
+    from hudi_connect.core.errors import ConcurrentTableChangeError
+
+    raised = ConcurrentTableChangeError("s3a://lake/t/p0/f_1-0-1_20261126093001123.parquet", "20261126094501000")
+    text = f"Traceback (most recent call last):\nhudi_connect.core.errors.ConcurrentTableChangeError: {raised}\n"
+    arrived = worker_refusal(RuntimeError(text))
+    assert isinstance(arrived, ConcurrentTableChangeError)
+    assert (arrived.path, arrived.planned_at) == (raised.path, raised.planned_at)
+    assert "raised in a Spark worker" in str(arrived)

@@ -217,7 +217,8 @@ class ChangeQuery:
         spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)
         events_schema = from_arrow_schema(event_schema(arrow_schema), prefer_timestamp_ntz=True)
         # each side's completed writes: in its split's row
-        config = self._reader.slice_read_config(arrow_schema, valid_block_instants(timeline))
+        config = self._reader.slice_read_config(arrow_schema, valid_block_instants(timeline),
+                                                planned_at=timeline.planned_at())
         if not splits:
             return _Plan([], [], config, spark_schema, events_schema, None)
         slices_at: dict[str, dict[tuple[str, str], FileSlice]] = {}

@@ -113,7 +113,10 @@ def read_files(spark: SparkSession, paths: Iterable[str]) -> dict[str, bytes]:
     wanted = sorted(set(paths))
     if not wanted:
         return {}
-    rows = spark.read.format("binaryFile").load(wanted).select("path", "content").collect()
+    # a file removed meanwhile fails the read, whatever spark.sql.files.ignoreMissingFiles says: its caller
+    # would take the missing content for an instant without metadata
+    rows = spark.read.format("binaryFile").option("ignoreMissingFiles", "false").load(wanted) \
+        .select("path", "content").collect()
     return {r.path: bytes(r.content) for r in rows}
 
 

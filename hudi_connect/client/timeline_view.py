@@ -29,6 +29,7 @@ from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.server_loss import over_connect
 from hudi_connect.client.task_rows import spark_schema, task_rows
 from hudi_connect.core.errors import (
+    ConcurrentTableChangeError,
     InvalidInstantError,
     NotAHudiTableError,
     TableNotFoundError,
@@ -51,6 +52,7 @@ from hudi_connect.core.format.timeline import (
     InstantFile,
     InstantState,
     Timeline,
+    file_removals_between,
     parse_instant_file_name,
 )
 
@@ -302,6 +304,28 @@ class TimelineView:
         state.files = remote_files.stored_files(data_files) if data_files is not None else None
         return timeline
 
+    def list_with_files(self, leading: Sequence[StorageOp] = (), *,
+                        files: bool = True) -> tuple[Timeline, list[StorageResult]]:
+        """The timeline (with commit metadata) and, ``files``, the table's data files (then :attr:`cached_files`),
+        listed in one task after ``leading`` ops; the timeline, and the leading ops' results.
+
+        With the files, the timeline is listed again after them in the same task: a clean, rollback or restore
+        begun between the two may have deleted files the listing missed, and a read of an older instant would
+        silently lack them. Everything is listed again then, up to :data:`LISTING_ATTEMPTS` times, before
+        :class:`ConcurrentTableChangeError`."""
+        ops = [*leading, *self.listing_ops(with_metadata=True)]
+        if not files:
+            *ahead, listing, properties = run_storage_ops(self._spark, ops)
+            return self.timeline_of(listing, properties), ahead
+        removals: list[str] = []
+        for _ in range(LISTING_ATTEMPTS):
+            *ahead, listing, properties, data_files, after = run_storage_ops(self._spark, [
+                *ops, remote_files.data_files_op(self._base_path), StorageOp.list(self.timeline_directory)])
+            removals = file_removals_between(listing.names, after.names)
+            if not removals:
+                return self.timeline_of(listing, properties, data_files), ahead
+        raise ConcurrentTableChangeError(self._base_path, None, listing_removals=removals)
+
     def pinned(self, timeline: Timeline, files: tuple[StoredFile, ...] | None = None) -> TimelineView:
         """This view, answering ``timeline`` instead of listing: for a read planned on a timeline its caller
         listed already (a reverse-stream batch), so the two agree and nothing is listed twice. What is read of
@@ -359,7 +383,7 @@ class TimelineView:
         """The archive's completed instants, one row each in the LSM's columns (a plan): its Parquet files, or
         version 6's log files decoded on the executors."""
         if self.properties.hudi_1_layout:
-            return self._spark.read.parquet(*self._archive.files)
+            return self._spark.read.option("ignoreMissingFiles", "false").parquet(*self._archive.files)
         ship_package(self._spark)
         return task_rows(self._spark, [(f,) for f in self._archive.files], ARCHIVE_FILES).mapInArrow(
             decode_v6_archives, spark_schema(ARCHIVED_INSTANTS))
@@ -379,11 +403,13 @@ class TimelineView:
 
     def cleaned_bound(self, timeline: Timeline) -> CleanedBound | None:
         """The cleaner's bound on ``timeline`` (see :mod:`~hudi_connect.core.format.history_bounds`): the latest
-        completed clean's metadata, read once per view."""
+        clean's metadata (or plan, while it runs), read once per view."""
         clean = latest_clean(timeline)
         if clean is None:
             return None
-        path = self.instant_file(clean)
+        # a clean under way: its plan (the requested file) says what it retains
+        path = self.instant_file(clean) if clean.is_completed else \
+            f"{self.timeline_directory}/{clean.requested_time}.{clean.action.value}.requested"
         if path not in self._state.cleans:
             content = remote_files.read_files(self._spark, [path])
             self._state.cleans[path] = earliest_commit_to_retain(next(iter(content.values()), b""))
@@ -445,6 +471,9 @@ class TimelineView:
     def find_latest_completed_action_at(self, time: str) -> Instant | None:
         """The last completed instant requested at or before ``time`` (RFC-64)."""
         return self.timeline().latest_completed_at(time)
+
+
+LISTING_ATTEMPTS = 3  # listings of the timeline and files, each beside a new clean, before refusing
 
 
 def _timeline_key(names: Iterable[str]) -> frozenset[str]:

@@ -20,25 +20,49 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hudi_connect.core import errors
-from hudi_connect.core.errors import HudiConnectError
+from hudi_connect.core.errors import ConcurrentTableChangeError, HudiConnectError
+from hudi_connect.core.format.fs_view import is_data_file_name
 
 _RAISED = re.compile(r"^hudi_connect\.core\.errors\.(?P<name>[A-Za-z]+): (?P<message>.+)$", re.MULTILINE)
+# Spark's own scan (base-only slices) of a file gone since the plan: at analysis ([PATH_NOT_FOUND] Path does not
+# exist), in a task (java.io.FileNotFoundException: File ... does not exist) or on Spark 4 (FAILED_READ_FILE.
+# FILE_NOT_EXIST); the path is a URI or an absolute path
+_SPARK_MISSING = re.compile(r"PATH_NOT_FOUND|FileNotFoundException|FILE_NOT_EXIST|does not exist")
+_PATH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?/[^\s'\"]+")
 
 
 def worker_refusal(error: BaseException) -> HudiConnectError | None:
-    """The library error a worker raised, as found in the text of the Spark error that carried it."""
+    """The library error a worker raised, as found in the text of the Spark error that carried it; or, where
+    Spark's own scan found a table's data file gone, :class:`ConcurrentTableChangeError` naming it."""
     found = list(_RAISED.finditer(str(error)))
     if not found:
-        return None
+        return _data_file_gone(str(error))
     kind = getattr(errors, found[-1]["name"], None)
     if not (isinstance(kind, type) and issubclass(kind, HudiConnectError)):
         return None
+    if kind is ConcurrentTableChangeError:
+        again = ConcurrentTableChangeError.from_message(found[-1]["message"])
+        if again is not None:
+            HudiConnectError.__init__(again, f"{again} (raised in a Spark worker)")
+            return again
     refusal = kind.__new__(kind)  # the message is whole already: the class's own constructor composes one
     HudiConnectError.__init__(refusal, f"{found[-1]['message']} (raised in a Spark worker)")
     for name in inspect.signature(kind.__init__).parameters:  # the details its constructor keeps: unknown here
         if name not in ("self", "message", "where", "detail"):
             setattr(refusal, name, None)
     return refusal
+
+
+def _data_file_gone(text: str) -> ConcurrentTableChangeError | None:
+    """A Hudi data file (a base or log file of a file group) Spark's scan reported missing, if any: the plan
+    named it, and only a writer's cleaner, a rollback or a restore removes one."""
+    if not _SPARK_MISSING.search(text):
+        return None
+    for path in _PATH.findall(text):
+        path = path.rstrip(".,;:)")
+        if is_data_file_name(path.rsplit("/", 1)[-1]):
+            return ConcurrentTableChangeError(path, None)
+    return None
 
 
 @contextmanager

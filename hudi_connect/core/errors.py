@@ -7,6 +7,9 @@ so ``except HudiConnectError`` catches them all. ``TypeError`` and
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 
 class HudiConnectError(Exception):
     """Root of every error hudi-connect raises on purpose."""
@@ -99,6 +102,38 @@ class HistoryUnavailableError(InvalidInstantError):
         super().__init__(message)
 
 
+class ConcurrentTableChangeError(HudiConnectError):
+    """A file a read planned to read is gone when a Spark worker reaches it: a writer's cleaner (or a rollback,
+    a restore) removed it after the read was planned on the timeline. Raised instead of answering without it.
+
+    ``path`` is the file and ``planned_at`` the instant the read was planned at; a new read plans on the table's
+    current timeline. Hudi's cleaner keeps the files of its last ``hoodie.cleaner.commits.retained`` commits
+    (or file versions), so a read that takes longer than that many commits, or a DataFrame run long after it was
+    planned, can meet one.
+    """
+
+    def __init__(self, path: str, planned_at: str | None, *, listing_removals: Sequence[str] = ()) -> None:
+        self.path = path
+        self.planned_at = planned_at
+        if listing_removals:  # the listing itself could not be made beside the cleaner, however often tried
+            super().__init__(
+                f"{path}: each listing of its files ran beside a new clean, rollback or restore "
+                f"({', '.join(listing_removals)}), which deletes files such a listing may then miss. Nothing "
+                "was answered from it; read again")
+            return
+        at = f"planned at instant {planned_at}" if planned_at else "planned on the table's timeline"
+        super().__init__(
+            f"{path} is gone: the read was {at}, and a writer (its cleaner, a rollback or a restore) removed the "
+            "file since. Nothing was answered without it; read again to plan on the table's current timeline")
+
+    @classmethod
+    def from_message(cls, message: str) -> ConcurrentTableChangeError | None:
+        """The error again from its message (as a worker's traceback carries it), with its details."""
+        found = re.match(r"(?P<path>.+?) is gone: the read was planned (?:at instant (?P<at>\d+)|on the table)",
+                         message)
+        return cls(found["path"], found["at"]) if found else None
+
+
 class SchemaMismatchError(HudiConnectError):
     """Data whose columns or types do not fit the table (missing key columns, incompatible types)."""
 
@@ -186,6 +221,7 @@ class CheckpointConflictError(HudiConnectError):
 
 __all__ = [
     "CheckpointConflictError",
+    "ConcurrentTableChangeError",
     "HFileDecodeError",
     "HudiConnectError",
     "InvalidInstantError",

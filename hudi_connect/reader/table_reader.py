@@ -217,12 +217,14 @@ class TableReader:
         return versions_with_renames(versions, reader, where=f"the table at {self._base_path}")
 
     def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
+        planned_at = timeline.planned_at()
         if plan.slices is None:
             if plan.slice_rows is None:
                 raise AssertionError("a plan without slices has the executors make them")
             ship_package(self._spark)
             config = self.slice_read_config(plan.record_schema, valid_block_instants(timeline, as_of),
-                                            commit_times=plan.commit_times, column_renames=plan.column_renames)
+                                            commit_times=plan.commit_times, column_renames=plan.column_renames,
+                                            planned_at=planned_at)
             read = map_task_rows(plan.slice_rows, SLICES.schema, partial(read_file_slices, config), plan.schema)
             return self._kept_rows(read, plan)
         parts: list[DataFrame] = []
@@ -234,11 +236,14 @@ class TableReader:
         merged = [s for s, spark in zip(plan.slices, by_spark, strict=True) if not spark]
         if plain:
             paths = [join(self._base_path, s.partition, s.base_file.name) for s in plain if s.base_file]
-            parts.append(self._spark.read.schema(plan.schema).parquet(*paths))
+            # a file the cleaner removed after planning fails the read, whatever the session's
+            # spark.sql.files.ignoreMissingFiles says: skipped, it would be a silently shorter answer
+            parts.append(self._spark.read.schema(plan.schema).option("ignoreMissingFiles", "false").parquet(*paths))
         if merged:
             ship_package(self._spark)
             config = self.slice_read_config(plan.record_schema, valid_block_instants(timeline, as_of),
-                                            commit_times=plan.commit_times, column_renames=plan.column_renames)
+                                            commit_times=plan.commit_times, column_renames=plan.column_renames,
+                                            planned_at=planned_at)
             rows = [SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
                              [f.name for f in s.log_files]) for s in merged]
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
@@ -262,7 +267,7 @@ class TableReader:
 
     def slice_read_config(self, output_schema: pa.Schema, valid_instants: BlockValidity, *,
                           commit_times: frozenset[str] | None = None,
-                          column_renames: ColumnRenames = ()) -> SliceReadConfig:
+                          column_renames: ColumnRenames = (), planned_at: str | None = None) -> SliceReadConfig:
         """How the workers read and merge this table's file slices (keys, ordering, merge mode, partial updates),
         for reads and change queries alike: the one place the table's properties become worker settings."""
         props = self.view.properties
@@ -277,12 +282,15 @@ class TableReader:
             valid_instants=valid_instants,
             commit_times=commit_times,
             column_renames=column_renames,
+            planned_at=planned_at,
         )
 
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
               predicates: Sequence[Expression] = (), *, read_optimized: bool = False,
-              time_travel: bool = False, following: bool = False) -> tuple[DataFrame, ReadPlan]:
-        timeline, files = self.index.timeline_and_files()
+              time_travel: bool = False, following: bool = False,
+              listed: tuple[Timeline, tuple[StoredFile, ...] | None] | None = None) -> tuple[DataFrame, ReadPlan]:
+        """A read planned on one timeline (``listed``: the timeline and files its caller's checks used)."""
+        timeline, files = listed if listed is not None else self.index.timeline_and_files()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         if time_travel and as_of is not None:
@@ -354,7 +362,10 @@ class TableReader:
                 f"{self._base_path} was written without meta fields (hoodie.populate.meta.fields=false), "
                 "so its records carry no commit time and cannot be read incrementally (Hudi refuses too)"
             )
-        timeline = self.view.timeline()
+        # the range, its checks against the cleaner and the plan all on one timeline: a clean completing between
+        # two listings would drop the range's file groups from a plan the checks had passed
+        listed = self.index.timeline_and_files()
+        timeline = listed[0]
         by_completion = props.ranges_by_completion
         commits = timeline.commits_between(begin, end, by_completion=by_completion)
         beyond = self._beyond_history(timeline, commits, begin, end, by_completion)
@@ -364,7 +375,7 @@ class TableReader:
                 raise HistoryUnavailableError(
                     f"the incremental range of {self._base_path} from {range_time(begin, by_completion=by_completion)}"
                     f" {reason}, and fallback_to_full_scan is off", earliest_answerable=earliest)
-            snapshot = self._read(None, predicates=predicates)[0]
+            snapshot = self._read(None, predicates=predicates, listed=listed)[0]
             if not by_completion:  # version 6: Hudi's fallback keeps a range of requested times
                 df = snapshot.where(F.col(COMMIT_TIME_COLUMN) > range_time(begin, by_completion=False))
                 return df.where(F.col(COMMIT_TIME_COLUMN) <= range_time(end, by_completion=False)) if end else df
@@ -372,8 +383,8 @@ class TableReader:
             return snapshot.where(F.col(COMMIT_TIME_COLUMN).isin(times))
         as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
-            return self._spark.createDataFrame([], self._read(None)[1].schema)
-        return self._read(as_of, commits, predicates)[0]
+            return self._spark.createDataFrame([], self._read(None, listed=listed)[1].schema)
+        return self._read(as_of, commits, predicates, listed=listed)[0]
 
     def _beyond_history(self, timeline: Timeline, commits: list[Instant], begin: Instant | str,
                         end: Instant | str | None, by_completion: bool) -> tuple[str, str | None, list[Instant]] | None:

@@ -25,7 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc.query import needs_file_slices
 from hudi_connect.client import remote_files
-from hudi_connect.client.remote_files import data_files_op, run_storage_ops
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
@@ -169,12 +168,9 @@ class ReverseStream:
             return BatchResult(None, seconds=time.monotonic() - started)
         # the checkpoint, the timeline and (where the batch is likely to need them) the table's files in one
         # task: each Spark job costs a tenth of a second or more
-        ops = [self.checkpoints.latest_op(self.name), *self._view.listing_ops(with_metadata=True)]
-        if self._files_likely_needed():
-            ops.append(data_files_op(self._base_path))
-        last, listing, properties, *listed_files = run_storage_ops(self._spark, ops)
+        timeline, (last,) = self._view.list_with_files([self.checkpoints.latest_op(self.name)],
+                                                        files=self._files_likely_needed())
         current = self.checkpoints.checkpoint_of(self.name, last)
-        timeline = self._view.timeline_of(listing, properties, *listed_files)
         files = self._view.cached_files
         position = current.position
         self._positioned = position is not None

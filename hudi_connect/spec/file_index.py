@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
-from hudi_connect.client.remote_files import MAX_BATCHED_FILES, data_files_op, run_storage_ops
+from hudi_connect.client.remote_files import MAX_BATCHED_FILES
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
@@ -183,9 +183,8 @@ class FileIndex:
         cached = self.view.cached_timeline(with_metadata=True, with_files=True)
         if cached is not None:
             return cached, self.view.cached_files
-        listing, properties, listed_files = run_storage_ops(
-            self._spark, [*self.view.listing_ops(with_metadata=True), data_files_op(self._base_path)])
-        return self.view.timeline_of(listing, properties, listed_files), self.view.cached_files
+        timeline, _ = self.view.list_with_files()
+        return timeline, self.view.cached_files
 
     @over_connect("reading the table's state")
     def state(self, *, with_files: bool = True) -> TableState:

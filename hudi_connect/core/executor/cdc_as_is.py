@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_connect.core.errors import LogDecodeError
-from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.slices import SliceReadConfig, record_keys
 from hudi_connect.core.executor.storage import join, read_bytes
 from hudi_connect.core.format.log.blocks import data_block_record_bytes, data_block_records
@@ -45,7 +45,9 @@ def _cdc_blocks(config: SliceReadConfig, cdc_files: list[str], instant: str) -> 
     """The CDC data blocks the commit ``instant`` wrote in ``cdc_files`` (paths relative to the table)."""
     for name in cdc_files:
         uri = join(config.base_uri, name)
-        for block in read_log_blocks(read_bytes(uri), source=uri):
+        with planned_file(uri, planned_at=config.planned_at):
+            content = read_bytes(uri)
+        for block in read_log_blocks(content, source=uri):
             if block.block_type is LogBlockType.CDC_DATA and block.instant_time == instant:
                 yield block
 

@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from hudi_connect.core.executor.contracts import LISTING_PARTS, MATCHES, FileMatch, ListingPart
-from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.slices import listing_batch
 from hudi_connect.core.executor.storage import data_files, filesystem_for, join, list_directory, storage_access
 from hudi_connect.core.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
@@ -153,7 +153,7 @@ def match_by_footer(config: StatsConfig, batches: Iterable[pa.RecordBatch]) -> I
                 continue
             uri = join(config.base_uri, row["partition"], row["name"])
             filesystem, path = filesystem_for(uri)
-            with storage_access(uri), filesystem.open_input_file(path) as handle:
+            with planned_file(uri, planned_at=None), storage_access(uri), filesystem.open_input_file(path) as handle:
                 ranges = parquet_ranges(pq.ParquetFile(handle).metadata, config.columns)
             partitions.append(row["partition"])
             names.append(row["name"])

@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 
 from hudi_connect.core.executor.contracts import LOCATIONS, MATCHES, FileMatch, RecordLocation
 from hudi_connect.core.executor.listing import PartitionFilter, list_storage
-from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.slices import listing_batch
 from hudi_connect.core.executor.storage import join, list_directory, read_many
 from hudi_connect.core.format.expressions import ColumnRange, Expression, stats_may_match
@@ -173,7 +173,9 @@ def fetch_slice(source: MetadataSource, file_slice: FileSlice) -> FetchedSlice:
     if file_slice.base_file is not None:
         names.insert(0, file_slice.base_file.name)
     uris = tuple(join(source.metadata_uri, file_slice.partition, name) for name in names)
-    return FetchedSlice(file_slice, uris, tuple(read_many(list(uris))))
+    with planned_file(*uris, planned_at=None):  # the metadata table's cleaner removed a slice just listed
+        contents = tuple(read_many(list(uris)))
+    return FetchedSlice(file_slice, uris, contents)
 
 
 def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozenset[str],

@@ -190,11 +190,17 @@ def _execute_op(op: StorageOp) -> StorageResult:
                        for i in infos if i.type is pafs.FileType.File)
         return StorageResult(True, names=tuple(names), files=tuple(files))
     if op.kind == "timeline":
-        listed = _execute_op(StorageOp.list(op.uri))
-        known = set(op.known)
-        # empty files are not read: Spark's sources skipped them when it read commit metadata before
-        wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
-        return dataclasses.replace(listed, contents=tuple(_read_all(op.uri, wanted)))
+        for attempt in range(TIMELINE_ATTEMPTS):
+            listed = _execute_op(StorageOp.list(op.uri))
+            known = set(op.known)
+            # empty files are not read: Spark's sources skipped them when it read commit metadata before
+            wanted = [name for name, size, _ in listed.files if size and name not in known and _completed_write(name)]
+            try:
+                return dataclasses.replace(listed, contents=tuple(_read_all(op.uri, wanted)))
+            except FileNotFoundError:  # the archiver moved an instant out since the listing: list again
+                if attempt == TIMELINE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
     if op.kind == "data_files":
         found = list(itertools.islice(data_files(op.uri), op.limit + 1))
         if len(found) > op.limit:
@@ -213,6 +219,9 @@ def _execute_op(op: StorageOp) -> StorageResult:
         copy(op.uri, op.target)
         return StorageResult(True)
     raise ValueError(f"unknown storage op {op.kind!r}")
+
+
+TIMELINE_ATTEMPTS = 3  # listings of a timeline the archiver keeps changing under the reader
 
 
 def _completed_write(name: str) -> bool:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-from hudi_connect.core.errors import HudiConnectError
+from hudi_connect.core.errors import ConcurrentTableChangeError, HudiConnectError
 from hudi_connect.core.executor.import_caches import keep_unchanged_archives
 
 P = ParamSpec("P")
@@ -34,3 +35,19 @@ def worker_body(body: Callable[P, Iterator[T]]) -> Callable[P, Iterator[T]]:
             raise refusal.with_traceback(None) from None
 
     return run
+
+
+@contextmanager
+def planned_file(*uris: str, planned_at: str | None) -> Iterator[None]:
+    """Around reading files a read's plan named: one's absence is a change of the table since the plan (the
+    cleaner, a rollback), refused by name, never read as an empty file."""
+    try:
+        yield
+    except FileNotFoundError as gone:
+        if len(uris) == 1:
+            path = uris[0]
+        elif gone.filename in uris:
+            path = gone.filename
+        else:  # read together (metadata table slices): the storage's error does not always say which
+            path = f"one of {', '.join(uris)}"
+        raise ConcurrentTableChangeError(path, planned_at) from None

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.executor.base_files import read_base_file
 from hudi_connect.core.executor.contracts import LISTING, SLICES, ListedFile
-from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.storage import data_files, join, read_bytes
 from hudi_connect.core.format.fs_view import BlockValidity, base_file_instant
 from hudi_connect.core.format.internal_schema import ColumnRenames, with_reader_names
@@ -62,6 +62,7 @@ class SliceReadConfig:
     field_prefixed_keys: bool = False  # keys built from data read "f:v" even for one field (KeyEncoding)
     partial_updates: bool = False  # a newer record's null fields keep older values (table_features.partial_updates)
     column_renames: ColumnRenames = ()  # schema on read: each version's file columns by their read names
+    planned_at: str | None = None  # the instant the read was planned at (named if a planned file is gone)
 
 
 def record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
@@ -115,7 +116,9 @@ def _merged_blocks(config: SliceReadConfig, partition: str, log_files: list[str]
     rolled_back: set[str] = set()
     for name in log_files:
         uri = join(config.base_uri, partition, name)
-        for block in read_log_blocks(read_bytes(uri), source=uri):
+        with planned_file(uri, planned_at=config.planned_at):
+            content = read_bytes(uri)
+        for block in read_log_blocks(content, source=uri):
             refuse_unsupported_block(block, uri)
             if block.block_type is LogBlockType.COMMAND:
                 target = rollback_target(block)
@@ -188,7 +191,9 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
             base_file = None
     base = None
     if base_file:
-        records = read_base_file(join(config.base_uri, partition, base_file))
+        uri = join(config.base_uri, partition, base_file)
+        with planned_file(uri, planned_at=config.planned_at):
+            records = read_base_file(uri)
         if config.column_renames:
             records = with_reader_names(records, config.column_renames, base_file_instant(base_file))
         base = align(records, config.output_schema)

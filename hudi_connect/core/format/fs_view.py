@@ -96,6 +96,11 @@ class StoredFile:
     size: int = 0
 
 
+def is_data_file_name(name: str) -> bool:
+    """Whether ``name`` is named as a base or log file of a file group."""
+    return bool(_BASE_FILE.match(name) or _LOG_FILE.match(name))
+
+
 def base_file_instant(name: str) -> str:
     """The instant that wrote the base file ``name``."""
     match = _BASE_FILE.match(name)

@@ -48,6 +48,8 @@ class Action(StrEnum):
 
 # Actions whose completed instants carry data files (HoodieTimeline.getCommitsTimeline).
 WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
+# Actions that delete data files, and write their instant's requested file before they do
+FILE_REMOVING_ACTIONS = frozenset({Action.CLEAN, Action.ROLLBACK, Action.RESTORE})
 _STATE_RANK = {InstantState.REQUESTED: 0, InstantState.INFLIGHT: 1, InstantState.COMPLETED: 2}
 _INSTANT_TIME = re.compile(r"^\d{14}(\d{3})?$")
 # An instant time in a file name: seconds or milliseconds, and on a metadata table of version 6 a three-digit
@@ -120,6 +122,14 @@ class InstantFile:
     name: str
 
 
+def file_removals_between(before: Iterable[str], after: Iterable[str]) -> list[str]:
+    """The instant files of cleans, rollbacks and restores among ``after``'s names and not ``before``'s: a
+    listing of data files made between the two listings of the timeline may miss files they deleted."""
+    known = set(before)
+    return sorted(name for name in set(after) - known
+                  if (parsed := parse_instant_file_name(name)) is not None and parsed.action in FILE_REMOVING_ACTIONS)
+
+
 def parse_instant_file_name(name: str, modification_time_ms: int | None = None) -> InstantFile | None:
     """Parse an instant file name of either layout; None for anything else.
 
@@ -187,6 +197,11 @@ class Timeline:
     def last(self) -> Instant | None:
         """The instant requested last, or None for an empty timeline."""
         return self.instants[-1] if self.instants else None
+
+    def planned_at(self) -> str | None:
+        """The instant a read planned on this timeline is named by (in errors): its last completed instant."""
+        last = self.completed().last()
+        return last.requested_time if last else None
 
     def first(self) -> Instant | None:
         """The instant requested first, or None for an empty timeline."""

@@ -24,6 +24,7 @@ any job runs) with :class:`~hudi_connect.core.errors.UnsupportedStorageError`.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import uuid
 from collections.abc import Iterator, Sequence
@@ -186,7 +187,10 @@ def read_bytes(uri: str) -> bytes:
     """The whole file (FileNotFoundError where there is none)."""
     location = location_of(uri)
     with storage_access(uri):
-        return client_of(location).read(location)
+        try:
+            return client_of(location).read(location)
+        except FileNotFoundError as gone:  # named by its URI, whatever the client put in the error (often nothing)
+            raise FileNotFoundError(errno.ENOENT, gone.strerror or str(gone) or "no such file", uri) from None
 
 
 def read_stream(location: Location) -> bytes:
