@@ -106,3 +106,16 @@ def test_a_concurrent_change_raised_in_a_worker_keeps_its_file_and_instant() -> 
     assert isinstance(arrived, ConcurrentTableChangeError)
     assert (arrived.path, arrived.planned_at) == (raised.path, raised.planned_at)
     assert "raised in a Spark worker" in str(arrived)
+
+
+def test_an_object_gone_between_its_head_and_its_get_is_a_missing_file_not_a_credential_problem() -> None:
+    from hudi_connect.core.errors import ConcurrentTableChangeError
+    from hudi_connect.core.executor.refusals import planned_file
+    from hudi_connect.core.executor.storage import storage_access
+
+    uri = "s3a://lake/t/p0/f_1-0-1_20261126093001123.parquet"
+    with pytest.raises(ConcurrentTableChangeError) as refused, planned_file(uri, planned_at="20261126094501000"), \
+            storage_access(uri):
+        raise OSError("When reading from 'lake/t/p0/f.parquet': AWS Error NO_SUCH_KEY during GetObject operation: "
+                      "The specified key does not exist.")
+    assert refused.value.path == uri

@@ -127,6 +127,11 @@ def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
     return client_of(location).filesystem(location), location.path
 
 
+# an object store's words for an object that is not there, where its client raises a plain OSError (pyarrow's S3
+# when an object goes between the HEAD of open_input_file and a ranged GET; Azure's blob service)
+MISSING_OBJECT_CODES = ("NO_SUCH_KEY", "NoSuchKey", "BlobNotFound")
+
+
 @contextmanager
 def storage_access(uri: str, doing: str = "reading") -> Iterator[None]:
     """Around work on ``uri``: a storage failure other than a missing file becomes StorageAccessError naming the
@@ -136,6 +141,8 @@ def storage_access(uri: str, doing: str = "reading") -> Iterator[None]:
     except (FileNotFoundError, StorageAccessError, UnsupportedStorageError):
         raise
     except OSError as error:
+        if any(code in str(error) for code in MISSING_OBJECT_CODES):  # deleted between a HEAD and its GET
+            raise FileNotFoundError(errno.ENOENT, " ".join(str(error).split()), uri) from None
         kind = SCHEMES.get(urlparse(uri).scheme.lower(), "local")
         raise StorageAccessError(uri, doing, " ".join(str(error).split()) or type(error).__name__,
                                  CREDENTIAL_SOURCES[kind]) from error
