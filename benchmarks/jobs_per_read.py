@@ -13,17 +13,14 @@ request does: the session's first read of the table, then a second and a third.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from footprint import counting, jobs, last_job
 from hudi_connect_stack.process import free_port
 from hudi_connect_stack.spark_connect import start_spark_connect
 from pyspark.sql import SparkSession
@@ -37,41 +34,6 @@ from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
-
-
-@dataclass
-class Sent:
-    executed: int = 0
-    analysed: int = 0
-
-
-@contextmanager
-def counting(spark: SparkSession) -> Iterator[Sent]:
-    """The plans ``spark``'s client sends to be executed and to be analysed while inside."""
-    sent, client = Sent(), spark.client
-    execute, analyse = client._execute_and_fetch_as_iterator, client._analyze
-
-    def executed(*args: Any, **kwargs: Any) -> Any:
-        sent.executed += 1
-        return execute(*args, **kwargs)
-
-    def analysed(*args: Any, **kwargs: Any) -> Any:
-        sent.analysed += 1
-        return analyse(*args, **kwargs)
-
-    client._execute_and_fetch_as_iterator, client._analyze = executed, analysed  # type: ignore[method-assign]
-    try:
-        yield sent
-    finally:
-        del client._execute_and_fetch_as_iterator, client._analyze
-
-
-def jobs(ui_port: int) -> list[dict[str, Any]]:
-    base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
-    with urllib.request.urlopen(base) as response:
-        application = json.load(response)[0]["id"]
-    with urllib.request.urlopen(f"{base}/{application}/jobs") as response:
-        return sorted(json.load(response), key=lambda job: job["jobId"])
 
 
 def write_tables(hudi: SparkSession, root: Path, rows: int) -> dict[str, tuple[str, Any]]:
@@ -129,11 +91,11 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for name, operation in operations(plain, tables, run_dir).items():
             for read in ("first", "second", "third"):
-                before = len(jobs(ui_port))
+                before = last_job(ui_port)
                 with counting(plain) as sent:
                     operation()
                 time.sleep(1)  # the status API learns of a job's end from Spark's listener bus, a moment later
-                ran = jobs(ui_port)[before:]
+                ran = [job for job in jobs(ui_port) if job["jobId"] > before]
                 print(f"| {name} | {read} | {sent.executed} | {sent.analysed} | {len(ran)} | "
                       f"{sum(job['numTasks'] for job in ran)} |", flush=True)
     finally:

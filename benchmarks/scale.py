@@ -18,9 +18,14 @@ Then, interleaved medians after a warm-up (every pair must agree):
 - planning through the metadata table: ``FileIndex(...).list_files_at()`` against Hudi's
   ``load(path).inputFiles()`` (its file index); the same through a storage listing (metadata table off);
 - a pruned read: a partition and a column predicate, counted (Hudi with data skipping on);
-- a change query over the last 10 commits, counted, against Hudi's CDC query.
+- a change query over the last 10 commits, counted, against Hudi's CDC query;
+- a reverse-stream batch of those 10 commits to JSON files (a new stream checkpointed before them) against the
+  job a user writes by hand on the Hudi server (Hudi's CDC query written as JSON).
 
-The client's peak memory (``VmHWM``) of each of ours is measured once in a process of its own.
+Then one counted run of each side (``footprint.py``): Connect requests (plans executed / analysed), Spark jobs
+and tasks (each server's status API), the largest message the client received, the server JVM's resident
+growth and its Python workers' peak (the executors, in ``local[2]``). The client's peak memory (``VmHWM``) of
+each of ours is measured once in a process of its own.
 """
 
 from __future__ import annotations
@@ -28,24 +33,34 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from footprint import Footprint, footprint
+from hudi_connect_stack.process import RunningService, free_port
+from hudi_connect_stack.spark_connect import start_spark_connect
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from side_by_side import hudi_and_plain_sessions, hudi_cdc, interleaved, sizes
+from side_by_side import hudi_cdc, interleaved, sizes
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client import server
+from hudi_connect.client.server import connect
 from hudi_connect.reader import TableReader
+from hudi_connect.reverse import ReverseStream
+from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex, col
 from hudi_connect.table.hudi_table import HudiTable
 
@@ -67,6 +82,8 @@ from hudi_connect.client.server import connect
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client import server
 from hudi_connect.reader import TableReader
+from hudi_connect.reverse import ReverseStream
+from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex, col
 def high_water_kb():
     with open("/proc/self/status") as status:
@@ -83,6 +100,10 @@ elif what == "pruned":
     result = TableReader(spark, path).snapshot([col("part") == args["part"], col("ts") > args["ts"]]).count()
 elif what == "snapshot":
     result = TableReader(spark, path).snapshot().count()
+elif what == "reverse":
+    stream = ReverseStream(spark, path, "probe", [FileSink(spark, args["sink"], "json")])
+    stream.set_checkpoint(args["begin"])
+    result = stream.run_once().records
 else:
     result = ChangeQuery(spark, path).changes(args["begin"]).count()
 print(json.dumps({"result": int(result), "baseline_mb": baseline / 1024, "peak_mb": high_water_kb() / 1024}))
@@ -118,7 +139,7 @@ def _write_files(chunk: tuple[str, list[str], int, str, int]) -> None:
             key += 1
 
 
-def build_table(hudi: SparkSession, path: str, files: int, per_partition: int, commits: int) -> list[Any]:
+def build_table(hudi: SparkSession, path: str, files: int, per_partition: int, commits: int) -> None:
     partitions = max(1, files // per_partition)
     table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
                              table_type="COPY_ON_WRITE", metadata_table=False, cdc="DATA_BEFORE_AFTER",
@@ -131,26 +152,38 @@ def build_table(hudi: SparkSession, path: str, files: int, per_partition: int, c
     begin = time.perf_counter()
     write_direct_files(hudi_file, directories, files - partitions, first.requested_time)
     print(f"  wrote {files - partitions} files directly in {time.perf_counter() - begin:.0f}s", flush=True)
-    written = [first]
     for n in range(commits + 1):  # the first of these builds the metadata table
         begin = time.perf_counter()
         changed = hudi.range(20).select(
             (F.col("id") * 7 + n).alias("id"), F.lit(f"u{n}").alias("name"),
             F.format_string("p%05d", (F.col("id") * 7 + n) % partitions).alias("part"),
             F.lit(2000 + n).cast("long").alias("ts"))
-        written.append(table.upsert(changed, options={**OPTIONS, **METADATA}))
+        table.upsert(changed, options={**OPTIONS, **METADATA})
         if n == 0:
             print(f"  Hudi built the metadata table in {time.perf_counter() - begin:.0f}s", flush=True)
-    return written
 
 
 PART, TS = "p00007", 1500  # the pruned read's partition and column predicate
 
 
-def side_by_side_cases(hudi: SparkSession, plain: SparkSession, path: str,
-                       begin: Any) -> dict[str, dict[str, Callable[[], Any]]]:
+def side_by_side_cases(hudi: SparkSession, plain: SparkSession, path: str, begin: Any,
+                       sinks: Path) -> dict[str, dict[str, Callable[[], Any]]]:
     """Ours and Hudi's of each case, on one table."""
     hudi_begin = begin.completion_time or begin.requested_time
+
+    def reverse_batch() -> int:  # a new stream that has sent everything up to ``begin``
+        stream = ReverseStream(plain, path, f"bench-{uuid.uuid4().hex[:8]}",
+                               [FileSink(plain, str(sinks / uuid.uuid4().hex), "json")])
+        stream.set_checkpoint(begin)
+        return stream.run_once().records
+
+    def hand_batch() -> int:  # the user's own job: Hudi's CDC query, written as JSON
+        changes = hudi_cdc(hudi, path, hudi_begin).cache()
+        changes.write.json(str(sinks / uuid.uuid4().hex))
+        written = changes.count()
+        changes.unpersist()
+        return written
+
     return {
         "planning (metadata table)": {
             "ours": lambda: sum(len(s.file_slices) for s in FileIndex(plain, path).list_files_at()),
@@ -165,7 +198,65 @@ def side_by_side_cases(hudi: SparkSession, plain: SparkSession, path: str,
         "change query, 10 commits": {
             "ours": lambda: ChangeQuery(plain, path).changes(begin).count(),
             "hudi": lambda: hudi_cdc(hudi, path, hudi_begin).count()},
+        "reverse-stream batch, 10 commits": {"ours": reverse_batch, "hudi": hand_batch},
     }
+
+
+@dataclass(frozen=True)
+class Server:
+    """A local server with Spark's UI on (for its status API), and the session it serves."""
+
+    service: RunningService
+    spark: SparkSession
+    ui_port: int
+
+    @property
+    def session_id(self) -> int:
+        return self.service.processes[0].pid  # each server runs in a session of its own
+
+    def counted(self, operation: Callable[[], Any]) -> tuple[Footprint, Any]:
+        return footprint(self.spark, self.ui_port, self.session_id, operation)
+
+
+HUDI_MESSAGE_LIMIT = 1 << 30  # the Hudi session's client: Connect's default of 128 MiB refuses inputFiles() at 1M
+
+
+@contextmanager
+def larger_messages() -> Iterator[None]:
+    """Sessions connected inside receive messages up to :data:`HUDI_MESSAGE_LIMIT` (pyspark's own option comes
+    first on the channel, and gRPC takes the first)."""
+    try:  # pyspark 4.x
+        from pyspark.sql.connect.client import DefaultChannelBuilder as Channel  # type: ignore[attr-defined]
+    except ImportError:  # pyspark 3.5
+        from pyspark.sql.connect.client import ChannelBuilder as Channel
+    default = Channel.MAX_MESSAGE_LENGTH
+    Channel.MAX_MESSAGE_LENGTH = HUDI_MESSAGE_LIMIT
+    try:
+        yield
+    finally:
+        Channel.MAX_MESSAGE_LENGTH = default
+
+
+@contextmanager
+def observed_servers(run_dir: Path) -> Iterator[tuple[Server, Server]]:
+    """The Hudi server and a plain one, each with its status API."""
+    servers: list[Server] = []
+    try:
+        for flavor in ("hudi", "plain"):
+            ui_port = free_port()
+            service = start_spark_connect(run_dir, flavor, extra_confs={"spark.ui.enabled": "true",
+                                                                        "spark.ui.port": str(ui_port)})
+            url = service.endpoint.url  # type: ignore[attr-defined]
+            if flavor == "hudi":  # Hudi's inputFiles() answers in one message: 137 MB at 1M files
+                with larger_messages():
+                    session = connect(url)
+            else:
+                session = connect(url)
+            servers.append(Server(service, session, ui_port))
+        yield servers[0], servers[1]
+    finally:
+        for server_ in reversed(servers):
+            server_.service.stop()
 
 
 def probe(url: str, path: str, what: str, **args: Any) -> dict[str, Any]:
@@ -173,7 +264,40 @@ def probe(url: str, path: str, what: str, **args: Any) -> dict[str, Any]:
                          text=True, timeout=3600, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if run.returncode != 0:
         raise RuntimeError(f"the {what} probe failed: {run.stderr[-3000:]}")
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return measured
+
+
+def table_for(hudi: SparkSession, tables: Path, files: int, args: argparse.Namespace) -> tuple[str, Any]:
+    """The table of ``files`` files under ``tables`` (built unless a finished one is there), and the instant
+    whose following 10 commits the change cases read."""
+    path = tables / f"scale_{files}"
+    built = tables / f"scale_{files}.built"
+    if not built.exists():
+        shutil.rmtree(path, ignore_errors=True)
+        build_table(hudi, str(path), files, args.files_per_partition, args.commits)
+        built.write_text(json.dumps({"files": files, "per_partition": args.files_per_partition,
+                                     "commits": args.commits}))
+    else:
+        print(f"  reusing the table at {path}", flush=True)
+    commits = list(HudiTable.open(hudi, str(path)).timeline().write_commits())
+    return str(path), commits[-11]  # the changes of the last 10 commits, after it (to the latest, on both sides)
+
+
+def measure_case(case: str, actions: dict[str, Callable[[], Any]], hudi_server: Server, plain_server: Server,
+                 repeat: int) -> dict[str, Any]:
+    medians = interleaved(actions, repeat)
+    (ours_s, ours_result), (hudi_s, hudi_result) = medians["ours"], medians["hudi"]
+    assert ours_result == hudi_result, f"{case}: ours {ours_result}, Hudi {hudi_result}"
+    print(f"  {case}: {ours_result} on both; ours {ours_s:.2f}s, Hudi {hudi_s:.2f}s, ratio {ours_s / hudi_s:.2f}",
+          flush=True)
+    counted = {"ours": plain_server.counted(actions["ours"]), "hudi": hudi_server.counted(actions["hudi"])}
+    for side, (cost, result) in counted.items():
+        assert result == ours_result, f"{case}: {side}'s counted run gave {result}"
+        print(f"    {side}: executed / analysed | jobs / tasks | largest message MB | JVM growth MB | "
+              f"Python workers peak MB: {cost.as_row()}", flush=True)
+    return {"case": case, "result": ours_result, "ours_s": ours_s, "hudi_s": hudi_s,
+            **{side: asdict(cost) for side, (cost, _) in counted.items()}}
 
 
 def main() -> None:
@@ -182,29 +306,44 @@ def main() -> None:
     parser.add_argument("--files-per-partition", type=int, default=100)
     parser.add_argument("--commits", type=int, default=12, help="small upserts after the metadata table's build")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="keep the tables here, and use a finished one found here again (default: removed)")
     args = parser.parse_args()
     report: list[dict[str, Any]] = []
-    with hudi_and_plain_sessions() as (hudi, plain, run_dir):
-        plain_url = getattr(plain.client, server._URL_ATTRIBUTE)  # the URL connect() was given
-        for files in args.sizes:
-            path = str(run_dir / f"scale_{files}")
-            print(f"\n{files} files, {args.files_per_partition} per partition", flush=True)
-            commits = build_table(hudi, path, files, args.files_per_partition, args.commits)
-            begin = commits[-11]  # the changes of the last 10 commits, after it (to the latest, on both sides)
-            for case, actions in side_by_side_cases(hudi, plain, path, begin).items():
-                medians = interleaved(actions, args.repeat)
-                (ours_s, ours_result), (hudi_s, hudi_result) = medians["ours"], medians["hudi"]
-                assert ours_result == hudi_result, f"{case}: ours {ours_result}, Hudi {hudi_result}"
-                print(f"  {case}: {ours_result} on both; ours {ours_s:.2f}s, Hudi {hudi_s:.2f}s, "
-                      f"ratio {ours_s / hudi_s:.2f}", flush=True)
-                report.append({"files": files, "case": case, "result": ours_result, "ours_s": ours_s,
-                               "hudi_s": hudi_s})
-            for what, extra in (("planning", {}), ("planning-storage", {}), ("pruned", {"part": PART, "ts": TS}),
-                                ("changes", {"begin": begin.requested_time})):
-                memory = probe(plain_url, path, what, **extra)
-                print(f"  client memory, {what}: peak {memory['peak_mb']:.0f} MB "
-                      f"(after connecting {memory['baseline_mb']:.0f} MB)", flush=True)
-                report.append({"files": files, "case": f"client memory: {what}", **memory})
+    run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
+    run_dir.chmod(0o755)
+    tables = args.work_dir or run_dir
+    tables.mkdir(parents=True, exist_ok=True)
+    try:
+        with observed_servers(run_dir) as (hudi_server, plain_server):
+            hudi, plain = hudi_server.spark, plain_server.spark
+            plain_url = getattr(plain.client, server._URL_ATTRIBUTE)  # the URL connect() was given
+            for files in args.sizes:
+                print(f"\n{files} files, {args.files_per_partition} per partition", flush=True)
+                path, begin = table_for(hudi, tables, files, args)
+                sinks = run_dir / f"sinks_{files}"
+                for case, actions in side_by_side_cases(hudi, plain, path, begin, sinks).items():
+                    try:  # a case that fails is reported; the others still run on the table built at length
+                        report.append({"files": files, **measure_case(case, actions, hudi_server, plain_server,
+                                                                      args.repeat)})
+                    except Exception as failure:
+                        print(f"  {case}: FAILED: {' '.join(str(failure).split())[:600]}", flush=True)
+                        report.append({"files": files, "case": case, "failed": str(failure)[:2000]})
+                    shutil.rmtree(sinks, ignore_errors=True)
+                for what, extra in (("planning", {}), ("planning-storage", {}), ("pruned", {"part": PART, "ts": TS}),
+                                    ("changes", {"begin": begin.completion_time or begin.requested_time}),
+                                    ("reverse", {"begin": begin.requested_time, "sink": str(sinks / "probe")})):
+                    try:
+                        memory = probe(plain_url, path, what, **extra)
+                    except Exception as failure:
+                        print(f"  client memory, {what}: FAILED: {str(failure)[-600:]}", flush=True)
+                        continue
+                    print(f"  client memory, {what}: peak {memory['peak_mb']:.0f} MB "
+                          f"(after connecting {memory['baseline_mb']:.0f} MB)", flush=True)
+                    report.append({"files": files, "case": f"client memory: {what}", **memory})
+                shutil.rmtree(sinks, ignore_errors=True)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
     print("\nRESULT " + json.dumps(report, default=int))
 
 
