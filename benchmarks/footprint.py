@@ -112,6 +112,18 @@ def _under_jvm(pid: int, processes: dict[int, tuple[str, int, int]]) -> bool:
     return False
 
 
+def resident_mb(session: int) -> tuple[float, float]:
+    """The resident memory (MB) of a local server's JVM and of its Python workers now."""
+    jvm = python = 0  # the Python workers are the JVM's descendants (its daemon and the daemon's forks)
+    processes = _session_processes(session)
+    for name, parent, kb in processes.values():
+        if name == "java":
+            jvm += kb
+        elif name.startswith("python") and _under_jvm(parent, processes):
+            python += kb
+    return jvm / 1024, python / 1024
+
+
 @dataclass
 class ServerMemory:
     """The peak resident memory of a local server's JVM and of its Python workers while sampled."""
@@ -124,15 +136,9 @@ class ServerMemory:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def sample(self) -> None:
-        jvm = python = 0  # the Python workers are the JVM's descendants (its daemon and the daemon's forks)
-        processes = _session_processes(self.session)
-        for name, parent, kb in processes.values():
-            if name == "java":
-                jvm += kb
-            elif name.startswith("python") and _under_jvm(parent, processes):
-                python += kb
-        self.jvm_peak_mb = max(self.jvm_peak_mb, jvm / 1024)
-        self.python_peak_mb = max(self.python_peak_mb, python / 1024)
+        jvm, python = resident_mb(self.session)
+        self.jvm_peak_mb = max(self.jvm_peak_mb, jvm)
+        self.python_peak_mb = max(self.python_peak_mb, python)
 
     @contextmanager
     def watching(self) -> Iterator[ServerMemory]:

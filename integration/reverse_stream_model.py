@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import psycopg
 from hudi_connect_stack.testing.topics import KafkaRecord
 from pyspark.sql import SparkSession
 
+from hudi_connect.core.errors import SinkError
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reverse import FileSink
 from hudi_connect.table.hudi_table import HudiTable
 
@@ -33,6 +35,8 @@ class History:
     rng: random.Random
     state: dict[int, Row] = field(default_factory=dict)
     clock: int = 0
+    # every change written, in commit order: (the commit's requested time, key, op as the sinks name it: c/u/d)
+    events: list[tuple[str, int, str]] = field(default_factory=list)
 
     def step(self) -> str:
         """One random write; returns what it did."""
@@ -41,23 +45,44 @@ class History:
         live = sorted(self.state)
         if choice < 0.15 and live:
             part = self.rng.choice(sorted({r[3] for r in self.state.values()}))
-            self.table.delete_partitions([f"part={part}"])
-            self.state = {k: r for k, r in self.state.items() if r[3] != part}
+            self._write(lambda: self.table.delete_partitions([f"part={part}"]),
+                        {k: r for k, r in self.state.items() if r[3] != part})
             return f"delete_partitions {part}"
         if choice < 0.4 and live:
             gone = self.rng.sample(live, k=min(len(live), self.rng.randint(1, 5)))
-            self.table.delete(spark.createDataFrame([(k, f"p{k % 3}") for k in gone], "id int, part string"))
-            for key in gone:
-                del self.state[key]
+            self._write(lambda: self.table.delete(spark.createDataFrame([(k, f"p{k % 3}") for k in gone],
+                                                                        "id int, part string")),
+                        {k: r for k, r in self.state.items() if k not in gone})
             return f"delete {sorted(gone)}"
         keys = self.rng.sample(list(KEYS), k=self.rng.randint(3, 10))
         rows = []
         for key in keys:
             self.clock += 1
             rows.append((key, f"v{self.clock}", self.clock, f"p{key % 3}"))
-        self.table.upsert(spark.createDataFrame(rows, SCHEMA))
-        self.state.update({r[0]: r for r in rows})
+        self._write(lambda: self.table.upsert(spark.createDataFrame(rows, SCHEMA)),
+                    self.state | {r[0]: r for r in rows})
         return f"upsert {sorted(keys)}"
+
+    def _write(self, write: Callable[[], Instant], after: dict[int, Row]) -> None:
+        """``write``, then the model moves to ``after``; also when the write committed but forwarding it to an
+        inline reverse stream failed (the stream's next run sends it)."""
+        try:
+            instant = write()
+        except SinkError as forwarding:
+            if "is committed" not in str(forwarding):
+                raise
+            committed = self.table.timeline().write_commits().last()  # one writer: the write just made
+            assert committed is not None
+            self._moved(committed, after)
+            raise
+        self._moved(instant, after)
+
+    def _moved(self, instant: Instant, after: dict[int, Row]) -> None:
+        time = instant.requested_time
+        self.events += [(time, key, "d") for key in sorted(self.state.keys() - after.keys())]
+        self.events += [(time, key, "u" if key in self.state else "c") for key, row in sorted(after.items())
+                        if self.state.get(key) != row]
+        self.state = after
 
 
 def postgres_rows(dsn: str, table: str) -> dict[int, Row]:

@@ -330,6 +330,35 @@ def test_kills_never_show_a_partial_write(config: Config, writer_server: Killabl
     print(f"\n{config.name}: {len(phases)} kill points in {time.monotonic() - started:.0f}s")
 
 
+# The metadata table's first write after a restart (issue #36, item 4): 50 consecutive kill points of every kind on
+# MinIO, MOR with the metadata table's column statistics and record index, each followed by a write on the restarted
+# server with nothing recovered first every other point; every one of those first writes must succeed. Before the
+# stack's servers initialized Hudi's metadata payload at start (HudiServerPlugin), such a write failed whenever the
+# fresh JVM's first metadata-table writer was the compaction Hudi runs at the start of a write.
+FIFTY_KINDS = ("data", "between", "after_commit", "compaction", "clustering", "clean")
+FIFTY = Config("mor-minio-mdt-50", "MERGE_ON_READ", "minio", ("column_stats", "record_index"), (),
+               tuple(random.Random(36).choices(FIFTY_KINDS, k=50)))
+
+
+@pytest.mark.full
+def test_fifty_kill_points_on_minio_and_every_first_write_succeeds(
+        writer_server: KillableServer, plain_spark: SparkSession, minio_endpoint: MinioEndpoint,
+        s3a_base_path: str) -> None:
+    run = Run(FIFTY, s3a_base_path, writer_server, plain_spark, minio_endpoint, random.Random(FIFTY.name))
+    run.create(connect(writer_server.url, server_timeout=5), s3a_base_path)
+    seed = [(k, f"s0-{k}", 0, f"p{k % 4}") for k in range(5000)]
+    writer = run.writer()
+    writer.upsert(writer.spark.createDataFrame(seed, SCHEMA))
+    run.model = {r[0]: (r[1], r[2]) for r in seed}
+    before = Counter({k: v for k, v in TALLY.items() if k.startswith("first write after restart")})
+    started = time.monotonic()
+    for index, phase in enumerate(FIFTY.full_phases):
+        _kill_point(run, phase, index)
+    firsts = Counter({k: v for k, v in TALLY.items() if k.startswith("first write after restart")}) - before
+    print(f"\n{FIFTY.name}: {len(FIFTY.full_phases)} kill points in {time.monotonic() - started:.0f}s: {dict(firsts)}")
+    assert firsts == Counter({"first write after restart: ok": len(FIFTY.full_phases)}), firsts
+
+
 def test_recover_refuses_while_a_writer_is_alive(writer_server: KillableServer, tmp_path: Path) -> None:
     """A live write under Hudi's LAZY failed-writes policy keeps a heartbeat from its first instant file:
     recover() from another session refuses it, and once the write commits finds nothing to do."""
@@ -365,3 +394,32 @@ def test_recover_refuses_while_a_writer_is_alive(writer_server: KillableServer, 
         writing.result()
     assert other.recover().rolled_back == ()
     assert {r.id: r.v for r in other.snapshot().select("id", "v").collect()} == {r[0]: r[1] for r in rows}
+
+
+def test_a_fresh_server_whose_first_write_compacts_the_metadata_table(writer_server: KillableServer,
+                                                                      tmp_path: Path) -> None:
+    """Hudi 1.2 compacts a due metadata table at the start of a write, before the write's own metadata records.
+    In a fresh JVM where that compaction is the first metadata-table writer (no rollback ran before it), the
+    metadata payload's schema check by identity failed and every metadata-table write of that JVM with it
+    ("Error while completing streaming commit to metadata", then "Failed to instantiate Metadata table"); the
+    stack's Hudi servers load the payload's class at start (``HudiServerPlugin``). Each write here runs on a
+    restarted server, and the metadata table compacts every second delta commit (without the plugin, the second
+    write failed)."""
+    path = str(tmp_path / "fresh")
+    options = {"hoodie.metadata.compact.max.delta.commits": "2"}
+    HudiTable.create(connect(writer_server.url, server_timeout=5), path, SCHEMA, record_key="id", ordering_field="ts",
+                     partition_by="part", table_type="COPY_ON_WRITE", metadata_indexes=("column_stats", "record_index"),
+                     options=options)
+    model: State = {}
+    watch, compacted_first = TimelineWatch(path), 0
+    for step in range(1, 4):
+        writer_server.kill()
+        writer_server.restart()
+        table = HudiTable.open(connect(writer_server.url, server_timeout=5), path, options=options)
+        compactions = {n for n in watch.names(True) if n.endswith(".commit")}
+        rows = [(k, f"s{step}-{k}", step, f"p{k % 4}") for k in range(step * 50, step * 50 + 200)]
+        table.upsert(table.spark.createDataFrame(rows, SCHEMA))
+        model |= {r[0]: (r[1], r[2]) for r in rows}
+        compacted_first += bool({n for n in watch.names(True) if n.endswith(".commit")} - compactions)
+    assert compacted_first >= 1, "no write began with a compaction of the metadata table"
+    assert {r.id: (r.v, r.ts) for r in table.snapshot().select("id", "v", "ts").collect()} == model

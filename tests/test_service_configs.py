@@ -32,9 +32,17 @@ def test_hudi_server_has_every_conf_hudi_needs() -> None:
     assert confs["spark.master"] == "local[2]"
 
 
+def test_every_hudi_server_initializes_hudis_metadata_payload_at_start() -> None:
+    # Hudi 1.2's first metadata-table write of a fresh JVM fails when a compaction caches its schema first
+    for flavor in ("hudi", "cluster", "hudi-lance", "hudi-0.15", "hudi-1.0"):
+        confs = render_server_confs(flavor, port=1, work_dir=Path("/w"))
+        assert confs["spark.plugins"] == "hudiconnect.HudiServerPlugin", flavor
+
+
 def test_plain_server_has_no_hudi_conf() -> None:
     confs = render_server_confs("plain", port=1, work_dir=Path("/w"))
     assert not set(HUDI_CONFS) & set(confs)
+    assert "spark.plugins" not in confs
     assert len(missing_hudi_confs(confs)) == len(REQUIRED_HUDI_CONFS)
 
 

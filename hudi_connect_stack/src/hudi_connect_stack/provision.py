@@ -29,6 +29,8 @@ from hudi_connect_stack.versions import JarSet, SparkLine
 
 INTERCEPTOR_SOURCE = Path(__file__).with_name("java") / "LoopbackTokenInterceptor.java"
 INTERCEPTOR_CLASS = "hudiconnect.LoopbackTokenInterceptor"
+SERVER_PLUGIN_SOURCE = Path(__file__).with_name("java") / "HudiServerPlugin.java"
+SERVER_PLUGIN_CLASS = "hudiconnect.HudiServerPlugin"
 REQUIRED_JAVA_MAJOR = 17
 
 
@@ -197,6 +199,34 @@ def ensure_interceptor_jar() -> Path:
         what="javac of the Connect interceptor",
     )
     run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the interceptor")
+    marker.write_text(digest)
+    return jar
+
+
+def ensure_server_plugin_jar() -> Path:
+    """Compile the Hudi servers' plugin (``java/HudiServerPlugin.java``: Hudi classes initialized at start)
+    against the Spark 3.5 jars pyspark ships."""
+    import pyspark  # the Spark line's client: installed with the library, not before provisioning starts
+
+    source = SERVER_PLUGIN_SOURCE.read_text()
+    spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    digest = spec_digest(source + "".join(p.name for p in spark_jars))
+    target = cache_dir() / "server-plugin"
+    jar = target / "hudi-connect-server-plugin.jar"
+    marker = target / ".complete"
+    if _marker_matches(marker, digest) and jar.is_file():
+        return jar
+    check_java()
+    progress("compiling the Hudi servers' plugin")
+    shutil.rmtree(target, ignore_errors=True)
+    classes = target / "classes"
+    classes.mkdir(parents=True)
+    run_checked(
+        [require_tool("javac"), "--release", "8", "-nowarn", "-cp", os.pathsep.join(str(p) for p in spark_jars),
+         "-d", str(classes), str(SERVER_PLUGIN_SOURCE)],
+        what="javac of the Hudi servers' plugin",
+    )
+    run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the servers' plugin")
     marker.write_text(digest)
     return jar
 
@@ -488,6 +518,7 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
                 ensure_jars(jar_set)
         if "interceptor" in components:
             ensure_interceptor_jar()
+            ensure_server_plugin_jar()
         for line in lines:
             ensure_jars(line.jars)
 

@@ -75,6 +75,7 @@ def server_jars(flavor: SparkFlavor) -> list[Path]:
         jars += provision.jars_of(versions.SPARK_AVRO_JARS)
     else:
         jars += provision.jars_of(_EARLIER_HUDI.get(flavor, versions.HUDI_JARS))
+        jars.append(provision.ensure_server_plugin_jar())
     if flavor == "hudi-lance":
         jars += provision.jars_of(versions.LANCE_JARS)
     return [*jars, provision.ensure_interceptor_jar()]
@@ -175,6 +176,7 @@ def render_server_confs(
     }
     if with_hudi(flavor):
         confs.update(HUDI_CONFS)
+        confs["spark.plugins"] = provision.SERVER_PLUGIN_CLASS
     if minio is not None:
         confs.update(s3a_confs(minio) if storages is None else s3a_confs_in_hadoop(minio))
     if storages is not None:
