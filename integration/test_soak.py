@@ -182,6 +182,7 @@ def _level(samples: list[tuple[float, dict[str, float]]], process: str) -> tuple
     return first, second
 
 
+@pytest.mark.timeout(MINUTES * 60 + 1200)  # the run's minutes, its set-up and the checks at the end
 def test_soak_every_sink_ends_equal_to_the_table(tmp_path: Path, postgres_dsn: str) -> None:
     os.chmod(tmp_path, 0o755)
     soak = Soak(tmp_path, postgres_dsn)

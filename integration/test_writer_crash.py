@@ -341,6 +341,7 @@ FIFTY = Config("mor-minio-mdt-50", "MERGE_ON_READ", "minio", ("column_stats", "r
 
 
 @pytest.mark.full
+@pytest.mark.timeout(7200)  # 50 points of about a minute each
 def test_fifty_kill_points_on_minio_and_every_first_write_succeeds(
         writer_server: KillableServer, plain_spark: SparkSession, minio_endpoint: MinioEndpoint,
         s3a_base_path: str) -> None:
