@@ -7,7 +7,6 @@ their servers locally, in ``local[2]`` mode, so the executors are the server's J
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import urllib.request
@@ -16,9 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from hudi_connect_stack.testing.process_memory import resident_mb
 from pyspark.sql import SparkSession
-
-PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 @dataclass
@@ -84,44 +82,6 @@ def jobs(ui_port: int) -> list[dict[str, Any]]:
 def last_job(ui_port: int) -> int:
     """The id of the server's latest job (-1 before any): jobs after it are a new operation's."""
     return max((job["jobId"] for job in jobs(ui_port)), default=-1)
-
-
-def _session_processes(session: int) -> dict[int, tuple[str, int, int]]:
-    """pid: (command name, parent pid, resident KB) of each process in ``session``."""
-    processes = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as stat:
-                text = stat.read()
-        except OSError:
-            continue  # exited meanwhile
-        name, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-        if int(rest[3]) == session:  # the fields after the name: state ppid pgrp session ... rss (the 22nd)
-            processes[int(entry.name)] = (name, int(rest[1]), int(rest[21]) * PAGE_KB)
-    return processes
-
-
-def _under_jvm(pid: int, processes: dict[int, tuple[str, int, int]]) -> bool:
-    while pid in processes:
-        name, parent, _ = processes[pid]
-        if name == "java":
-            return True
-        pid = parent
-    return False
-
-
-def resident_mb(session: int) -> tuple[float, float]:
-    """The resident memory (MB) of a local server's JVM and of its Python workers now."""
-    jvm = python = 0  # the Python workers are the JVM's descendants (its daemon and the daemon's forks)
-    processes = _session_processes(session)
-    for name, parent, kb in processes.values():
-        if name == "java":
-            jvm += kb
-        elif name.startswith("python") and _under_jvm(parent, processes):
-            python += kb
-    return jvm / 1024, python / 1024
 
 
 @dataclass

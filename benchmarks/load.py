@@ -19,8 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from footprint import ServerMemory, resident_mb
+from footprint import ServerMemory
 from hudi_connect_stack.spark_connect import start_spark_connect
+from hudi_connect_stack.testing.process_memory import resident_mb
 from side_by_side import sizes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the load's model is shared with its CI test
