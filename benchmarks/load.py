@@ -64,10 +64,9 @@ def main() -> None:
                                               clients=args.clients, seconds=args.seconds)
             after = resident_mb(session)
             print(f"{name} server: {result.summary()}\n")
-            every = sorted(t for times in result.latencies.values() for t in times)
             rows_out.append(
                 f"| {name} | {result.operations} | {result.operations / result.seconds:.2f} | "
-                f"{every[len(every) // 2]:.2f} | {every[min(len(every) - 1, round(0.99 * (len(every) - 1)))]:.2f} | "
+                f"{result.latency(0.5):.2f} | {result.latency(0.99):.2f} | "
                 f"{len(result.wrong)} | {len(result.errors)} | {before[0]:.0f} / {memory.jvm_peak_mb:.0f} / "
                 f"{after[0]:.0f} | {before[1]:.0f} / {memory.python_peak_mb:.0f} / {after[1]:.0f} |")
         print("| server | operations | per second | p50 s | p99 s | wrong | errors | JVM MB before / peak / after "

@@ -34,6 +34,7 @@ from hudi_connect.client.worker_errors import library_errors
 from hudi_connect.core.errors import (
     CheckpointConflictError,
     ConcurrentTableChangeError,
+    ForwardingFailedError,
     HarnessMissingError,
     HFileDecodeError,
     HistoryUnavailableError,
@@ -94,6 +95,7 @@ __all__ = [
     "Expression",
     "FileIndex",
     "FileSink",
+    "ForwardingFailedError",
     "HFileDecodeError",
     "HarnessMissingError",
     "HistoryEntry",

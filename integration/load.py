@@ -8,11 +8,11 @@ memory)."""
 
 from __future__ import annotations
 
-import statistics
+import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -93,8 +93,8 @@ class Query:
     """One kind of read on one table: how a client runs it and the answer it must give."""
 
     name: str
-    run: Callable[[SparkSession], Hashable]
-    expected: Hashable
+    run: Callable[[SparkSession], object]  # an answer compared by equality
+    expected: object
 
 
 def _rows(df: DataFrame) -> frozenset[Row]:
@@ -148,7 +148,8 @@ def hudi_queries(table: LoadTable) -> list[Query]:
     ]
 
 
-def _percentile(values: list[float], fraction: float) -> float:
+def percentile(values: list[float], fraction: float) -> float:
+    """The value at ``fraction`` (0.5: the median, 0.99) of ``values``, by the nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
@@ -178,14 +179,17 @@ class LoadResult:
     def operations(self) -> int:
         return sum(len(times) for times in self.latencies.values())
 
+    def latency(self, fraction: float) -> float:
+        """The latency at ``fraction`` over every operation (0.5: p50)."""
+        return percentile([t for times in self.latencies.values() for t in times], fraction)
+
     def summary(self) -> str:
-        every = [t for times in self.latencies.values() for t in times]
         lines = [f"{self.clients} clients, {self.seconds:.0f} s: {self.operations} operations "
-                 f"({self.operations / self.seconds:.2f}/s), p50 {statistics.median(every):.2f} s, "
-                 f"p99 {_percentile(every, 0.99):.2f} s, {len(self.wrong)} wrong, {len(self.errors)} errors"]
+                 f"({self.operations / self.seconds:.2f}/s), p50 {self.latency(0.5):.2f} s, "
+                 f"p99 {self.latency(0.99):.2f} s, {len(self.wrong)} wrong, {len(self.errors)} errors"]
         for name, times in sorted(self.latencies.items()):
-            lines.append(f"  {name}: {len(times)} runs, p50 {statistics.median(times):.2f} s, "
-                         f"p99 {_percentile(times, 0.99):.2f} s")
+            lines.append(f"  {name}: {len(times)} runs, p50 {percentile(times, 0.5):.2f} s, "
+                         f"p99 {percentile(times, 0.99):.2f} s")
         lines += [f"  error: {error}" for error in self.errors[:10]]
         return "\n".join(lines)
 
@@ -193,38 +197,51 @@ class LoadResult:
 def run_load(url: str, queries: list[Query], *, clients: int, seconds: float) -> LoadResult:
     """``clients`` threads, each with its own Connect session on ``url``, running ``queries`` in turn (each
     client from a different start) until ``seconds`` have passed; a query under way then finishes. Each client
-    runs its first query once before the clock starts (a service keeps its sessions)."""
+    runs its first query once before the clock starts (a service keeps its sessions). The sessions stop at the
+    end; a client that could not start raises its error here."""
     result = LoadResult(clients)
-    ready = threading.Barrier(clients + 1)  # the clock starts once every client has its session
+    ready = threading.Barrier(clients + 1, timeout=600)  # the clock starts once every client has its session
+    failed: list[BaseException] = []
 
     def client(number: int) -> None:
         turn = number * len(queries) // clients  # the clients start spread over the mix
+        spark = None
         try:  # a session's first operation pays for its set-up on the server (its Python workers): untimed
             spark = connect(url)
-            if queries[turn % len(queries)].run(spark) != queries[turn % len(queries)].expected:
-                result.wrong.append(f"{queries[turn % len(queries)].name} (warm-up)")
-        except Exception:
+            first = queries[turn % len(queries)]
+            if first.run(spark) != first.expected:
+                with result.lock:
+                    result.wrong.append(f"{first.name} (a client's first run)")
+            ready.wait()
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                query = queries[turn % len(queries)]
+                turn += 1
+                began = time.perf_counter()
+                try:
+                    with library_errors():
+                        answer = query.run(spark)
+                    result.record(number, query, time.perf_counter() - began, None, answer != query.expected)
+                except Exception as error:  # counted and reported: the load's target is none
+                    result.record(number, query, time.perf_counter() - began, f"{type(error).__name__}: {error}",
+                                  False)
+        except BaseException as error:
+            failed.append(error)
             ready.abort()
-            raise
-        ready.wait()
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            query = queries[turn % len(queries)]
-            turn += 1
-            began = time.perf_counter()
-            try:
-                with library_errors():
-                    answer = query.run(spark)
-                result.record(number, query, time.perf_counter() - began, None, answer != query.expected)
-            except Exception as error:  # counted and reported: the load's target is none
-                result.record(number, query, time.perf_counter() - began, f"{type(error).__name__}: {error}", False)
+        finally:
+            if spark is not None:
+                spark.stop()
 
     threads = [threading.Thread(target=client, args=(number,), daemon=True) for number in range(clients)]
     for thread in threads:
         thread.start()
-    ready.wait()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a client failed to start: its error is raised below
+        ready.wait()
     began = time.monotonic()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=seconds + 900)
     result.seconds = time.monotonic() - began
+    causes = [error for error in failed if not isinstance(error, threading.BrokenBarrierError)]
+    if causes or failed:
+        raise (causes or failed)[0]
     return result

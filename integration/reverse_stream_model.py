@@ -19,7 +19,7 @@ import psycopg
 from hudi_connect_stack.testing.topics import KafkaRecord
 from pyspark.sql import SparkSession
 
-from hudi_connect.core.errors import SinkError
+from hudi_connect.core.errors import ForwardingFailedError
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reverse import FileSink
 from hudi_connect.table.hudi_table import HudiTable
@@ -68,17 +68,12 @@ class History:
         inline reverse stream failed (the stream's next run sends it)."""
         try:
             instant = write()
-        except SinkError as forwarding:
-            if "is committed" not in str(forwarding):
-                raise
-            committed = self.table.timeline().write_commits().last()  # one writer: the write just made
-            assert committed is not None
-            self._moved(committed, after)
+        except ForwardingFailedError as forwarding:
+            self._moved(forwarding.committed, after)
             raise
-        self._moved(instant, after)
+        self._moved(instant.requested_time, after)
 
-    def _moved(self, instant: Instant, after: dict[int, Row]) -> None:
-        time = instant.requested_time
+    def _moved(self, time: str, after: dict[int, Row]) -> None:
         self.events += [(time, key, "d") for key in sorted(self.state.keys() - after.keys())]
         self.events += [(time, key, "u" if key in self.state else "c") for key, row in sorted(after.items())
                         if self.state.get(key) != row]

@@ -215,6 +215,15 @@ class SinkError(HudiConnectError):
     """A reverse-stream sink (Kafka, files, PostgreSQL) refused or failed a batch; the checkpoint did not move."""
 
 
+class ForwardingFailedError(SinkError):
+    """A write committed, but forwarding its commit to an inline reverse stream failed (``forwarding_to``); the
+    stream's next run sends it. ``committed`` is the commit's requested time."""
+
+    def __init__(self, message: str, *, committed: str) -> None:
+        super().__init__(message)
+        self.committed = committed
+
+
 class CheckpointConflictError(HudiConnectError):
     """Another run of the same reverse stream advanced its checkpoint first; this run's checkpoint is not recorded."""
 
@@ -222,6 +231,7 @@ class CheckpointConflictError(HudiConnectError):
 __all__ = [
     "CheckpointConflictError",
     "ConcurrentTableChangeError",
+    "ForwardingFailedError",
     "HFileDecodeError",
     "HudiConnectError",
     "InvalidInstantError",

@@ -27,6 +27,7 @@ from hudi_connect.client.server import require_hudi_server
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.core.errors import (
+    ForwardingFailedError,
     InvalidInstantError,
     ServerUnavailableError,
     SinkError,
@@ -242,8 +243,10 @@ class HudiTable:
             try:
                 stream.run_once(until=instant)
             except SinkError as error:
-                raise SinkError(f"{instant.action.value} {instant.requested_time} on {self._base_path} is committed, "
-                                f"but forwarding it failed; the next run of the stream sends it. {error}") from error
+                raise ForwardingFailedError(
+                    f"{instant.action.value} {instant.requested_time} on {self._base_path} is committed, but "
+                    f"forwarding it failed; the next run of the stream sends it. {error}",
+                    committed=instant.requested_time) from error
 
     # --- writes ----------------------------------------------------------------------------
 

@@ -205,7 +205,7 @@ def ensure_interceptor_jar() -> Path:
 
 def ensure_server_plugin_jar() -> Path:
     """Compile the Hudi servers' plugin (``java/HudiServerPlugin.java``: Hudi classes initialized at start)
-    against the Spark 3.5 jars pyspark ships."""
+    against the jars of the installed pyspark (the Hudi servers' Spark 3.5 in the environment that starts them)."""
     import pyspark  # the Spark line's client: installed with the library, not before provisioning starts
 
     source = SERVER_PLUGIN_SOURCE.read_text()

@@ -191,7 +191,10 @@ def render_server_confs(
     class_path = driver_class_path(flavor)
     if class_path:
         confs["spark.driver.extraClassPath"] = class_path
-    confs.update(extra or {})
+    extra = dict(extra or {})
+    if "spark.plugins" in extra and "spark.plugins" in confs:  # a caller's plugins beside ours
+        extra["spark.plugins"] = f"{confs['spark.plugins']},{extra['spark.plugins']}"
+    confs.update(extra)
     return confs
 
 

@@ -29,6 +29,9 @@ public final class HudiServerPlugin implements SparkPlugin {
       Class.forName(METADATA_PAYLOAD, true, Thread.currentThread().getContextClassLoader());
     } catch (ClassNotFoundException absent) {
       // a server without Hudi's bundle: nothing to initialize
+    } catch (LinkageError failed) {
+      // a Hudi release whose class fails to load here: the server still starts, as it would without the plugin
+      System.err.println("hudi-connect: could not initialize " + METADATA_PAYLOAD + ": " + failed);
     }
   }
 
