@@ -341,9 +341,8 @@ def test_kills_never_show_a_partial_write(config: Config, writer_server: Killabl
 # The metadata table's first write after a restart (issue #36, item 4): 50 consecutive kill points of every kind on
 # MinIO (the kill suite's MinIO configuration: MOR, the metadata table with column statistics), each followed by a
 # write on the restarted server with nothing recovered first every other point; every one of those first writes must
-# succeed. Before the
-# stack's servers initialized Hudi's metadata payload at start (HudiServerPlugin), such a write failed whenever the
-# fresh JVM's first metadata-table writer was the compaction Hudi runs at the start of a write.
+# succeed. Before the stack's servers initialized Hudi's metadata payload at start (HudiServerPlugin), such a write
+# failed whenever the fresh JVM's first metadata-table writer was the compaction Hudi runs at the start of a write.
 FIFTY_KINDS = ("data", "between", "after_commit", "compaction", "clustering", "clean")
 FIFTY = Config("mor-minio-mdt-50", "MERGE_ON_READ", "minio", ("column_stats",), (),
                tuple(random.Random(36).choices(FIFTY_KINDS, k=50)))
