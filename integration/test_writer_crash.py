@@ -246,7 +246,10 @@ def _write_after_restart(run: Run, rows: list[tuple[int, str, int, str]], *, rec
         assert "table.recover()" in str(error)
         table.recover(assume_no_writer=True)
         table.upsert(table.spark.createDataFrame(rows, SCHEMA))
-        return "failed" + (" (after recover)" if recover else "")
+        # Hudi refuses updates to the file groups of a pending clustering (its reject-update strategy): a kill
+        # during clustering leaves one, which recover() completes and Hudi's next write alone does not
+        cause = " (pending clustering)" if "clustering file group" in str(error) else ""
+        return "failed" + (" (after recover)" if recover else "") + cause
 
 
 def _kill_point(run: Run, phase: str, index: int) -> None:
@@ -340,9 +343,11 @@ def test_kills_never_show_a_partial_write(config: Config, writer_server: Killabl
 
 # The metadata table's first write after a restart (issue #36, item 4): 50 consecutive kill points of every kind on
 # MinIO (the kill suite's MinIO configuration: MOR, the metadata table with column statistics), each followed by a
-# write on the restarted server with nothing recovered first every other point; every one of those first writes must
-# succeed. Before the stack's servers initialized Hudi's metadata payload at start (HudiServerPlugin), such a write
-# failed whenever the fresh JVM's first metadata-table writer was the compaction Hudi runs at the start of a write.
+# write on the restarted server with nothing recovered first every other point. Every one of those first writes must
+# succeed, but after a clustering kill with nothing recovered, where Hudi refuses updates to the pending clustering's
+# file groups until recover() completes it (a documented refusal, not the metadata table). Before the stack's servers
+# initialized Hudi's metadata payload at start (HudiServerPlugin), a first write failed whenever the fresh JVM's first
+# metadata-table writer was the compaction Hudi runs at the start of a write.
 FIFTY_KINDS = ("data", "between", "after_commit", "compaction", "clustering", "clean")
 FIFTY = Config("mor-minio-mdt-50", "MERGE_ON_READ", "minio", ("column_stats",), (),
                tuple(random.Random(36).choices(FIFTY_KINDS, k=50)))
@@ -365,7 +370,10 @@ def test_fifty_kill_points_on_minio_and_every_first_write_succeeds(
         _kill_point(run, phase, index)
     firsts = Counter({k: v for k, v in TALLY.items() if k.startswith("first write after restart")}) - before
     print(f"\n{FIFTY.name}: {len(FIFTY.full_phases)} kill points in {time.monotonic() - started:.0f}s: {dict(firsts)}")
-    assert firsts == Counter({"first write after restart: ok": len(FIFTY.full_phases)}), firsts
+    # the only first write allowed to fail: one after a clustering kill with nothing recovered first
+    refused = firsts.pop("first write after restart: failed (pending clustering)", 0)
+    assert refused <= FIFTY.full_phases[1::2].count("clustering"), firsts
+    assert firsts == Counter({"first write after restart: ok": len(FIFTY.full_phases) - refused}), firsts
 
 
 def test_recover_refuses_while_a_writer_is_alive(writer_server: KillableServer, tmp_path: Path) -> None:
