@@ -179,28 +179,8 @@ def ensure_interceptor_jar() -> Path:
     ``spark.connect.grpc.interceptor.classes``: this one admits only loopback
     peers that present the server's token.
     """
-    source = INTERCEPTOR_SOURCE.read_text()
-    connect_jars = jars_of(versions.SPARK_CONNECT_JARS)
-    digest = spec_digest(source + "".join(p.name for p in connect_jars))
-    target = cache_dir() / "interceptor"
-    jar = target / "hudi-connect-interceptor.jar"
-    marker = target / ".complete"
-    if _marker_matches(marker, digest) and jar.is_file():
-        return jar
-    check_java()
-    progress("compiling the Spark Connect token interceptor")
-    shutil.rmtree(target, ignore_errors=True)
-    classes = target / "classes"
-    classes.mkdir(parents=True)
-    classpath = os.pathsep.join(str(p) for p in connect_jars)
-    run_checked(
-        [require_tool("javac"), "--release", "8", "-nowarn", "-cp", classpath, "-d", str(classes),
-         str(INTERCEPTOR_SOURCE)],
-        what="javac of the Connect interceptor",
-    )
-    run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the interceptor")
-    marker.write_text(digest)
-    return jar
+    return _compiled_jar(INTERCEPTOR_SOURCE, jars_of(versions.SPARK_CONNECT_JARS), "interceptor",
+                         "hudi-connect-interceptor.jar", "the Connect interceptor")
 
 
 def ensure_server_plugin_jar() -> Path:
@@ -208,25 +188,30 @@ def ensure_server_plugin_jar() -> Path:
     against the jars of the installed pyspark (the Hudi servers' Spark 3.5 in the environment that starts them)."""
     import pyspark  # the Spark line's client: installed with the library, not before provisioning starts
 
-    source = SERVER_PLUGIN_SOURCE.read_text()
     spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    digest = spec_digest(source + "".join(p.name for p in spark_jars))
-    target = cache_dir() / "server-plugin"
-    jar = target / "hudi-connect-server-plugin.jar"
+    return _compiled_jar(SERVER_PLUGIN_SOURCE, spark_jars, "server-plugin", "hudi-connect-server-plugin.jar",
+                         "the Hudi servers' plugin")
+
+
+def _compiled_jar(source: Path, classpath: Sequence[Path], folder: str, jar_name: str, what: str) -> Path:
+    """``source`` compiled against ``classpath`` into a jar in the cache, again only when either changed."""
+    digest = spec_digest(source.read_text() + "".join(p.name for p in classpath))
+    target = cache_dir() / folder
+    jar = target / jar_name
     marker = target / ".complete"
     if _marker_matches(marker, digest) and jar.is_file():
         return jar
     check_java()
-    progress("compiling the Hudi servers' plugin")
+    progress(f"compiling {what}")
     shutil.rmtree(target, ignore_errors=True)
     classes = target / "classes"
     classes.mkdir(parents=True)
     run_checked(
-        [require_tool("javac"), "--release", "8", "-nowarn", "-cp", os.pathsep.join(str(p) for p in spark_jars),
-         "-d", str(classes), str(SERVER_PLUGIN_SOURCE)],
-        what="javac of the Hudi servers' plugin",
+        [require_tool("javac"), "--release", "8", "-nowarn", "-cp", os.pathsep.join(str(p) for p in classpath),
+         "-d", str(classes), str(source)],
+        what=f"javac of {what}",
     )
-    run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what="jar of the servers' plugin")
+    run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what=f"jar of {what}")
     marker.write_text(digest)
     return jar
 
