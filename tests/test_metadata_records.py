@@ -34,6 +34,7 @@ import re
 import shutil
 import struct
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ from hudi_connect.core.format.metadata import (
     log_entries,
     lookup,
     merge_entries,
+    merge_in_key_order,
     open_hfile,
     partition_files,
     partition_stats_key,
@@ -85,6 +87,8 @@ from hudi_connect.core.format.metadata import (
     secondary_index_key,
     unwrap_value,
 )
+from hudi_connect.core.format.metadata import hfile as hfile_module
+from hudi_connect.core.format.metadata.hfile_blocks import TRAILER_SIZE
 from hudi_connect.core.format.metadata.keys import (
     data_partition,
     partition_identifier,
@@ -759,3 +763,152 @@ def test_a_fanned_out_storage_listing_equals_one_tasks(tables: Tables, tmp_path:
     assert sorted(fanned, key=key) == sorted(one_task, key=key) and one_task
     if region and name.startswith("cow"):  # pruned, but for the path deeper than the partition field reads
         assert {row["partition"] for row in one_task} == {"region=us", "region=zz/nested"}
+
+
+# --- reads by byte range and merges in key order (issue #33: no task holds a whole metadata file) -----------------
+
+
+class CountingSource:
+    """A file read by range that records each read: what a task would fetch from storage."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.reads = data, []
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        assert offset >= 0 and offset + length <= len(self.data), (offset, length)
+        self.reads.append((offset, length))
+        return self.data[offset:offset + length]
+
+
+@pytest.mark.parametrize("name", META_TABLES)
+def test_hudis_hfiles_read_by_range_equal_their_reads_in_memory(tables: Tables, name: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hfile_module, "SCAN_READ_BYTES", 1024)  # many runs even in the fixtures' small files
+    for source, data in hfiles_of(tables(name)):
+        whole, ranged = open_hfile(data, source), open_hfile(CountingSource(data), source)
+        cells = list(whole.cells())
+        assert list(ranged.cells()) == cells, source
+        keys = [key for key, _ in cells]
+        assert ranged.get(keys[::3]) == whole.get(keys[::3])
+        prefixes = sorted({key[:13] for key in keys})[::2]  # column hashes, partition names, record keys
+        assert list(ranged.prefix_cells(prefixes)) == sorted(whole.with_prefixes(prefixes).items())
+        assert list(ranged.selected_cells(keys[:2], prefixes)) == sorted(
+            {**whole.get(keys[:2]), **whole.with_prefixes(prefixes)}.items())
+        assert ranged.meta_block("bloomFilter") == whole.meta_block("bloomFilter")
+
+
+def test_a_lookup_reads_only_the_index_and_its_blocks_and_a_scan_reads_in_bounded_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cells = [(f"{column}{i:05d}".encode(), b"v" * 40) for column in "abcd" for i in range(2500)]
+    data = encode_hfile(cells, cells_per_block=50)  # 200 blocks of about 3 KB
+    block = len(data) // 200
+    source = CountingSource(data)
+    hfile = open_hfile(source, "synthetic")
+    opening = sum(length for _, length in source.reads)
+    assert opening < len(data) // 20  # the trailer and the load-on-open blocks only
+
+    source.reads.clear()
+    assert hfile.get([b"c01234"]) == {b"c01234": b"v" * 40}
+    assert len(source.reads) == 1 and source.reads[0][1] < 2 * block  # one block
+
+    source.reads.clear()
+    monkeypatch.setattr(hfile_module, "SCAN_READ_BYTES", 10 * block)
+    selected = dict(hfile.prefix_cells([b"b"]))
+    assert selected == {row: value for row, value in cells if row.startswith(b"b")}
+    read = sum(length for _, length in source.reads)
+    assert len(data) // 4 <= read < len(data) // 4 + 12 * block  # b's quarter, and a run past its end at most
+    assert max(length for _, length in source.reads) <= 10 * block
+
+    source.reads.clear()
+    assert list(hfile.cells()) == cells
+    assert max(length for _, length in source.reads) <= 10 * block
+    assert sum(length for _, length in source.reads) < len(data)  # each data block once, nothing else
+
+
+def _random_entries(rng: random.Random, keys: list[str], count: int, instant: str) -> list[MetadataEntry]:
+    entries: list[MetadataEntry] = []
+    for _ in range(count):
+        key = rng.choice(keys)
+        kind = rng.random()
+        if kind < 0.2:
+            entries.append(MetadataDelete(key, instant))
+            continue
+        files = {f"f{rng.randrange(6)}": rng.randrange(1, 100) for _ in range(rng.randrange(3))}
+        deleted = frozenset(f"f{rng.randrange(6)}" for _ in range(rng.randrange(2)))
+        entries.append(MetadataRecord(key, MetadataRecordType.FILES, PartitionFiles(key, files, deleted), instant))
+    return entries
+
+
+def test_merging_in_key_order_equals_the_whole_merge() -> None:
+    rng = random.Random(33)
+    for _ in range(300):
+        keys = sorted({"".join(rng.choices("abé€", k=rng.randrange(1, 4))) for _ in range(rng.randrange(1, 12))})
+        base = [MetadataRecord(key, MetadataRecordType.FILES, PartitionFiles(key, {"f0": 1}), "001")
+                for key in sorted(rng.sample(keys, rng.randrange(len(keys) + 1)))]
+        later = _random_entries(rng, keys, rng.randrange(20), "002")
+        streamed = list(merge_in_key_order(iter(base), later))
+        assert [record.key for record in streamed] == sorted(record.key for record in streamed)
+        assert {record.key: record for record in streamed} == merge_entries([*base, *later])
+
+
+@pytest.mark.parametrize("name", META_TABLES)
+def test_every_slice_merged_in_key_order_equals_its_whole_merge(tables: Tables, name: str) -> None:
+    base = tables(name)
+    metadata = metadata_view(base)
+    valid = valid_log_instants(local_table_view(base), metadata)
+    for file_slice in file_slices_at(metadata.files, metadata.timeline, table_version=9):
+        entries = slice_entries(base, file_slice, valid)
+        in_base = slice_entries(base, replace(file_slice, log_files=()), valid) if file_slice.base_file else []
+        later = entries[len(in_base):]
+        assert entries[:len(in_base)] == in_base
+        streamed = list(merge_in_key_order(iter(in_base), later))
+        assert {record.key: record for record in streamed} == merge_entries(entries), file_slice
+
+
+@pytest.mark.parametrize("name", META_TABLES[:2])
+def test_the_metadata_reader_reads_large_base_files_by_range_in_bounded_pieces(
+        tables: Tables, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every base file read by range (as one over WHOLE_READ_BYTES is), in runs of 2 KiB, and batches of 7 rows:
+    listings (whole and pruned), statistics matches and record locations equal the reads of whole files."""
+    base = tables(name)
+    source = metadata_source(base)
+    keep = PartitionFilter(("region",), pa.schema([("region", pa.string())]), True, False, None)
+    listing_trigger = [pa.record_batch({"base_uri": [source.base_uri]})]
+    predicate = col("amount") > lit(decimal.Decimal("100.00"))
+    stats_trigger = [pa.record_batch({"shard": [0], "shards": [1]}, schema=reader.STATS_SHARDS_SCHEMA)]
+    keys = [*list(record_locations(merged_partition(base, "record_index")))[:40], "TXN-999"]
+    keys_trigger = [pa.record_batch({"record_key": keys}, schema=reader.KEYS_SCHEMA)]
+
+    def answers() -> tuple[list[dict[str, Any]], ...]:
+        return tuple([row for batch in batches for row in batch.to_pylist()] for batches in (
+            reader.list_through_metadata(source, keep, listing_trigger),
+            reader.list_through_metadata(source, PartitionFilter(
+                ("region",), pa.schema([("region", pa.string())]), True, False, col("region") == lit("us")),
+                listing_trigger),
+            reader.match_by_metadata_stats(source, predicate, ("amount",), stats_trigger),
+            reader.match_by_metadata_stats(source, col("amount") > lit(decimal.Decimal("100.00")) &
+                                           (col("txn_id") < lit("TXN-050")), ("amount", "txn_id"), stats_trigger),
+            reader.locate(source, keys_trigger)))
+
+    whole = answers()
+    reads: list[int] = []
+    original_read = reader.RangedFile.read
+
+    def counted(self: Any, offset: int, length: int) -> bytes:
+        reads.append(length)
+        return original_read(self, offset, length)
+
+    monkeypatch.setattr(reader, "WHOLE_READ_BYTES", 0)
+    monkeypatch.setattr(hfile_module, "SCAN_READ_BYTES", 2048)
+    monkeypatch.setattr(reader, "LISTING_BATCH_ROWS", 7)
+    monkeypatch.setattr(reader.RangedFile, "read", counted)
+    ranged = answers()
+    assert reads and max(reads) <= TRAILER_SIZE  # the trailer is the largest piece (4 KiB); runs stay at 2 KiB
+    assert all(len(rows) > 0 for rows in whole[:1] + whole[2:])
+    assert [sorted(map(str, rows)) for rows in ranged] == [sorted(map(str, rows)) for rows in whole]
+    listing = ranged[0]
+    assert [(r["partition"], r["name"]) for r in listing] == sorted((r["partition"], r["name"]) for r in listing)

@@ -15,7 +15,9 @@ data table's latest completed instant, the task lists storage instead.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -25,24 +27,24 @@ from hudi_connect.core.executor.contracts import LOCATIONS, MATCHES, FileMatch, 
 from hudi_connect.core.executor.listing import PartitionFilter, list_storage
 from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.slices import listing_batch
-from hudi_connect.core.executor.storage import join, list_directory, read_many
+from hudi_connect.core.executor.storage import RangedFile, join, list_directory, read_many
 from hudi_connect.core.format.expressions import ColumnRange, Expression, stats_may_match
 from hudi_connect.core.format.fs_view import FileSlice, StoredFile, file_slices_at
 from hudi_connect.core.format.log.format import LogBlock, read_log_blocks
 from hudi_connect.core.format.metadata import (
     ALL_PARTITIONS_KEY,
+    ByteSource,
     ColumnStats,
+    InMemory,
     KeySelection,
-    MetadataEntry,
+    MetadataRecord,
     PartitionFiles,
-    column_stats,
     column_stats_prefix,
     file_group_id,
     file_group_index,
     hfile_records,
     log_entries,
-    merge_entries,
-    partition_files,
+    merge_in_key_order,
     record_locations,
 )
 from hudi_connect.core.format.metadata.keys import data_partition
@@ -142,68 +144,90 @@ def partition_slices(source: MetadataSource, metadata: MetadataTimeline, partiti
     return file_slices_at(stored, metadata.timeline, table_version=metadata.version)
 
 
+WHOLE_READ_BYTES = 8 << 20
+"""A metadata base file up to this size is read whole, in one request beside its log files; a larger one by
+range (:class:`~hudi_connect.core.executor.storage.RangedFile`): its index, then the data blocks a read reaches,
+so that a task's memory does not grow with the metadata table."""
+LISTING_BATCH_ROWS = 1 << 16  # rows of a listing or of statistics matches a task sends in one batch
+
+
 @dataclass(frozen=True)
-class FetchedSlice:
-    """A metadata file slice's files, read once (base file first, then its log files), so that one slice can
-    answer several lookups."""
+class OpenedSlice:
+    """A metadata file slice opened for reading: its base file (in memory, or read by range while open) and the
+    blocks of its log files (read whole: they hold the writes since the metadata table's last compaction)."""
 
     file_slice: FileSlice
-    uris: tuple[str, ...]
-    contents: tuple[bytes, ...] = field(repr=False)
+    base_uri: str | None
+    base: ByteSource | None
+    log_blocks: tuple[LogBlock, ...] = field(repr=False)
 
-    def entries(self, valid: frozenset[str], select: KeySelection | None = None) -> list[MetadataEntry]:
-        """The slice's records in merge order, of valid log blocks only; only those ``select`` selects
-        when given (found through the HFiles' block indexes)."""
-        entries: list[MetadataEntry] = []
-        logs_from = 0
-        if self.file_slice.base_file is not None:
-            entries.extend(hfile_records(self.contents[0], instant_time=self.file_slice.base_instant,
-                                         select=select, source=self.uris[0]))
-            logs_from = 1
-        blocks: list[LogBlock] = []
-        for uri, content in zip(self.uris[logs_from:], self.contents[logs_from:], strict=True):
-            blocks.extend(read_log_blocks(content, source=uri))
-        entries.extend(e for e in log_entries(blocks, select) if e.instant_time in valid)
-        return entries
+    def records(self, valid: frozenset[str], select: KeySelection | None = None) -> Iterator[MetadataRecord]:
+        """The slice's live merged records in key order, of valid log blocks only; only those ``select`` selects
+        when given (found through the base file's block index). The base file's records stream through."""
+        later = [e for e in log_entries(self.log_blocks, select) if e.instant_time in valid]
+        if self.base is None:
+            return merge_in_key_order((), later)
+        base = hfile_records(self.base, instant_time=self.file_slice.base_instant, select=select,
+                             source=self.base_uri or "metadata base file")
+        return merge_in_key_order(base, later)
 
 
-def fetch_slice(source: MetadataSource, file_slice: FileSlice) -> FetchedSlice:
-    """Read a metadata file slice's files, in parallel."""
-    names = [f.name for f in file_slice.log_files]
-    if file_slice.base_file is not None:
-        names.insert(0, file_slice.base_file.name)
-    uris = tuple(join(source.metadata_uri, file_slice.partition, name) for name in names)
-    with planned_file(*uris, planned_at=None):  # the metadata table's cleaner removed a slice just listed
-        contents = tuple(read_many(list(uris)))
-    return FetchedSlice(file_slice, uris, contents)
+@contextmanager
+def opened_slice(source: MetadataSource, file_slice: FileSlice) -> Iterator[OpenedSlice]:
+    """A metadata file slice opened for reading; a file of it that has gone (the metadata table's cleaner removed
+    a slice just listed) is refused by name, while the slice is open as well as here."""
+    base = file_slice.base_file
+    base_uri = join(source.metadata_uri, file_slice.partition, base.name) if base is not None else None
+    log_uris = [join(source.metadata_uri, file_slice.partition, f.name) for f in file_slice.log_files]
+    ranged = base is not None and base.size > WHOLE_READ_BYTES
+    with planned_file(*([base_uri] if base_uri else []), *log_uris, planned_at=None):
+        contents = read_many(([] if ranged or base_uri is None else [base_uri]) + log_uris)
+        if base_uri is not None and not ranged:
+            base_content: ByteSource | None = InMemory(contents.pop(0))
+        blocks = tuple(block for uri, content in zip(log_uris, contents, strict=True)
+                       for block in read_log_blocks(content, source=uri))
+        if base_uri is None:
+            yield OpenedSlice(file_slice, None, None, blocks)
+        elif not ranged:
+            yield OpenedSlice(file_slice, base_uri, base_content, blocks)
+        else:
+            assert base is not None
+            with RangedFile(base_uri, base.size) as ranged_base:
+                yield OpenedSlice(file_slice, base_uri, ranged_base, blocks)
 
 
-def slice_entries(source: MetadataSource, file_slice: FileSlice, valid: frozenset[str],
-                  select: KeySelection | None = None) -> list[MetadataEntry]:
-    """A metadata file slice's records in merge order: base file, then valid log blocks."""
-    return fetch_slice(source, file_slice).entries(valid, select)
+def _kept_partition_files(opened: OpenedSlice, valid: frozenset[str],
+                          keep: PartitionFilter) -> Iterator[PartitionFiles]:
+    """The files of the kept partitions a files-partition slice lists, in partition order. Without a predicate
+    every record is decoded; with one, only the records of the partitions it keeps, chosen by their keys. Not
+    through the partition list: a partition deleted later (``delete_partition``) leaves that list, while its
+    files, which a time travel before the deletion reads, stay until the cleaner takes them."""
+    select = None
+    if keep.predicate is not None or keep.paths is not None:
+        select = KeySelection.of(where=lambda key: key != ALL_PARTITIONS_KEY and keep.keeps(data_partition(key)))
+    for record in opened.records(valid, select):
+        if isinstance(record.payload, PartitionFiles) and keep.keeps(record.payload.partition):
+            yield record.payload
 
 
-def _kept_partition_files(fetched: FetchedSlice, valid: frozenset[str],
-                          keep: PartitionFilter) -> dict[str, PartitionFiles]:
-    """The files of the kept partitions a files-partition slice lists. Without a predicate every record is
-    decoded; with one, only the records of the partitions it keeps, chosen by their keys. Not through the
-    partition list: a partition deleted later (``delete_partition``) leaves that list, while its files, which a
-    time travel before the deletion reads, stay until the cleaner takes them."""
-    if keep.predicate is None and keep.paths is None:
-        return partition_files(merge_entries(fetched.entries(valid)))
-    select = KeySelection.of(where=lambda key: key != ALL_PARTITIONS_KEY and keep.keeps(data_partition(key)))
-    return partition_files(merge_entries(fetched.entries(valid, select)))
-
-
-def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline, keep: PartitionFilter) -> pa.RecordBatch:
+def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline,
+                      keep: PartitionFilter) -> Iterator[pa.RecordBatch]:
+    """The listing in batches of whole partitions, in partition order: the files partition's records stream
+    in key order (its one file group; more would each be in order, so they are gathered and sorted)."""
     valid = valid_block_instants(source, metadata.timeline)
+    slices = partition_slices(source, metadata, "files")
     rows: list[tuple[str, str, int]] = []
-    for file_slice in partition_slices(source, metadata, "files"):
-        for partition, files in _kept_partition_files(fetch_slice(source, file_slice), valid, keep).items():
-            if keep.keeps(partition):
-                rows.extend((partition, name, size) for name, size in files.files.items() if name not in files.deleted)
-    return listing_batch(rows)
+    sent = False
+    for file_slice in slices:
+        with opened_slice(source, file_slice) as opened:
+            for files in _kept_partition_files(opened, valid, keep):
+                rows.extend((files.partition, name, size) for name, size in files.files.items()
+                            if name not in files.deleted)
+                if len(slices) == 1 and len(rows) >= LISTING_BATCH_ROWS:
+                    yield listing_batch(rows)
+                    rows, sent = [], True
+    if rows or not sent:
+        yield listing_batch(rows)
 
 
 @worker_body
@@ -215,21 +239,37 @@ def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
         for _ in range(batch.num_rows):
             metadata = _metadata_timeline(source)
             if metadata is not None and caught_up(source, metadata.timeline):
-                listing = _metadata_listing(source, metadata, keep)
-                yield listing.append_column("source", pa.array(["metadata"] * listing.num_rows, pa.string()))
+                for listing in _metadata_listing(source, metadata, keep):
+                    yield listing.append_column("source", pa.array(["metadata"] * listing.num_rows, pa.string()))
             else:
                 base = pa.record_batch({"base_uri": [source.base_uri]})
                 for listing in list_storage(keep, [base]):
                     yield listing.append_column("source", pa.array(["storage"] * listing.num_rows, pa.string()))
 
 
-def _ranges(stats: Iterable[ColumnStats], columns: tuple[str, ...]) -> dict[str, dict[str, ColumnRange]]:
-    by_file: dict[str, dict[str, ColumnRange]] = {}
-    for entry in stats:
-        if entry.file_name is not None and entry.column in columns:
-            by_file.setdefault(entry.file_name, {})[entry.column] = ColumnRange(
-                entry.min_value, entry.max_value, entry.null_count, entry.value_count)
-    return by_file
+def _file_ranges(opened: OpenedSlice, valid: frozenset[str],
+                 columns: tuple[str, ...]) -> Iterator[tuple[str, dict[str, ColumnRange]]]:
+    """(data file name, its ``columns``' ranges) for each file a column_stats slice covers. A key is the column's
+    hash, then the partition's and the file's: each column's records stream in key order through the base
+    file's index, and a merge on what follows the column's hash joins one file's columns, one file at a time."""
+    def stream(column: str) -> Iterator[tuple[str, str, ColumnStats]]:
+        prefix = column_stats_prefix(column)
+        for record in opened.records(valid, KeySelection.of(prefixes=[prefix])):
+            stats = record.payload
+            if isinstance(stats, ColumnStats) and not stats.is_deleted and stats.file_name is not None \
+                    and stats.column == column:
+                yield record.key[len(prefix):], column, stats
+
+    current: str | None = None
+    name, ranges = "", dict[str, ColumnRange]()
+    for suffix, column, stats in heapq.merge(*(stream(c) for c in columns), key=lambda item: item[0]):
+        if suffix != current:
+            if ranges:
+                yield name, ranges
+            current, name, ranges = suffix, stats.file_name or "", dict[str, ColumnRange]()
+        ranges[column] = ColumnRange(stats.min_value, stats.max_value, stats.null_count, stats.value_count)
+    if ranges:
+        yield name, ranges
 
 
 STATS_TASKS = 2
@@ -249,21 +289,22 @@ def match_by_metadata_stats(source: MetadataSource, predicate: Expression, colum
     """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers.
     Each (shard, shards) row reads the file groups whose position is ``shard`` modulo ``shards``, and only the
     statistics of ``columns``, by key prefix."""
-    select = KeySelection.of(prefixes=[column_stats_prefix(column) for column in columns])
     for batch in batches:
         for shard, shards in zip(batch.column("shard").to_pylist(), batch.column("shards").to_pylist(), strict=True):
             metadata = _metadata_timeline(source)
             if metadata is None or not caught_up(source, metadata.timeline):
                 continue  # no statistics: nothing is pruned
             valid = valid_block_instants(source, metadata.timeline)
-            names, matches = [], []
+            matches: list[FileMatch] = []
             for file_slice in partition_slices(source, metadata, "column_stats")[shard::shards]:
-                merged = merge_entries(slice_entries(source, file_slice, valid, select))
-                for name, ranges in _ranges(column_stats(merged), columns).items():
-                    names.append(name)
-                    matches.append(stats_may_match(predicate, ranges))
-            # no partition: the client joins the matches on the (unique) file name
-            yield MATCHES.batch(FileMatch(None, name, match) for name, match in zip(names, matches, strict=True))
+                with opened_slice(source, file_slice) as opened:
+                    for name, ranges in _file_ranges(opened, valid, columns):
+                        # no partition: the client joins the matches on the (unique) file name
+                        matches.append(FileMatch(None, name, stats_may_match(predicate, ranges)))
+                        if len(matches) >= LISTING_BATCH_ROWS:
+                            yield MATCHES.batch(matches)
+                            matches = []
+            yield MATCHES.batch(matches)
 
 
 @worker_body
@@ -284,7 +325,8 @@ def locate(source: MetadataSource, batches: Iterable[pa.RecordBatch]) -> Iterato
         found = {}
         for file_id, group_keys in wanted.items():
             if file_id in groups:
-                selected = KeySelection.of(keys=group_keys)
-                found.update(record_locations(merge_entries(slice_entries(source, groups[file_id], valid, selected))))
+                with opened_slice(source, groups[file_id]) as opened:
+                    selected = opened.records(valid, KeySelection.of(keys=group_keys))
+                    found.update(record_locations({record.key: record for record in selected}))
         yield LOCATIONS.batch(RecordLocation(key, v.partition, v.file_id, v.instant_millis)
                               for key, v in found.items())

@@ -193,17 +193,62 @@ def join(base_uri: str, *parts: str) -> str:
 def read_bytes(uri: str) -> bytes:
     """The whole file (FileNotFoundError where there is none)."""
     location = location_of(uri)
-    with storage_access(uri):
-        try:
-            return client_of(location).read(location)
-        except FileNotFoundError as gone:  # named by its URI, whatever the client put in the error (often nothing)
-            raise FileNotFoundError(errno.ENOENT, gone.strerror or str(gone) or "no such file", uri) from None
+    with storage_access(uri), _named_missing(uri):
+        return client_of(location).read(location)
 
 
 def read_stream(location: Location) -> bytes:
     """A whole file through pyarrow's input stream: one GET on an object store."""
     with client_of(location).filesystem(location).open_input_stream(location.path) as stream:
         return bytes(stream.read())
+
+
+class RangedFile:
+    """A file read by byte range (an HFile's blocks as a reader reaches them), so that a task never holds a large
+    file whole: through pyarrow's random-access file (ranged GETs on an object store), opened on the first read,
+    or the storage module's own ``read_range`` where it has one (WebHDFS: one OPEN with offset and length).
+    ``size`` comes from the listing that found the file. Close it (or use it in ``with``) when done."""
+
+    def __init__(self, uri: str, size: int) -> None:
+        self.uri, self._size, self._location = uri, size, location_of(uri)
+        self._handle: pafs.NativeFile | None = None
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes, as listed."""
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes from ``offset`` (FileNotFoundError where the file has gone)."""
+        client = client_of(self._location)
+        with storage_access(self.uri), _named_missing(self.uri):
+            read_range = getattr(client, "read_range", None)
+            if read_range is not None:
+                return cast(bytes, read_range(self._location, offset, length))
+            if self._handle is None:
+                self._handle = client.filesystem(self._location).open_input_file(self._location.path)
+            return cast(bytes, self._handle.read_at(length, offset))
+
+    def close(self) -> None:
+        """Release the open file, if any."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> RangedFile:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def _named_missing(uri: str) -> Iterator[None]:
+    """A missing file's error named by its URI, whatever the client put in it (often nothing)."""
+    try:
+        yield
+    except FileNotFoundError as gone:
+        raise FileNotFoundError(errno.ENOENT, gone.strerror or str(gone) or "no such file", uri) from None
 
 
 def read_many(uris: Sequence[str], threads: int = 8) -> list[bytes]:

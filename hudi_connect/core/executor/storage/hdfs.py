@@ -73,6 +73,13 @@ def read(location: Location) -> bytes:
         return bytes(client(location)._call("OPEN", path=location.path).content)
 
 
+def read_range(location: Location, offset: int, length: int) -> bytes:
+    """``length`` bytes from ``offset``: one OPEN with offset and length, without the status calls of fsspec's
+    file objects."""
+    with _as_os_errors():
+        return bytes(client(location)._call("OPEN", path=location.path, offset=offset, length=length).content)
+
+
 @contextmanager
 def _as_os_errors() -> Iterator[None]:
     """fsspec's WebHDFS raises HDFS's other refusals (a namenode in safe mode or standby, a bad argument) as

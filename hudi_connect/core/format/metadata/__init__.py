@@ -17,7 +17,7 @@ of the metadata table's ``files`` partition::
     files = partition_files(merge_entries(entries))  # {'region=us': PartitionFiles(...), ...}
 """
 
-from hudi_connect.core.format.metadata.hfile import HFile, lookup, open_hfile, read_hfile
+from hudi_connect.core.format.metadata.hfile import ByteSource, HFile, InMemory, lookup, open_hfile, read_hfile
 from hudi_connect.core.format.metadata.hfile_blocks import BlockIndexEntry, HFileCompression, HFileTrailer
 from hudi_connect.core.format.metadata.keys import (
     ALL_PARTITIONS_KEY,
@@ -35,6 +35,7 @@ from hudi_connect.core.format.metadata.merge import (
     column_stats,
     merge_column_stats,
     merge_entries,
+    merge_in_key_order,
     merge_records,
     partition_files,
     record_locations,
@@ -65,10 +66,12 @@ __all__ = [
     "NON_PARTITIONED_NAME",
     "BlockIndexEntry",
     "BloomFilterEntry",
+    "ByteSource",
     "ColumnStats",
     "HFile",
     "HFileCompression",
     "HFileTrailer",
+    "InMemory",
     "KeySelection",
     "MetadataDelete",
     "MetadataEntry",
@@ -94,6 +97,7 @@ __all__ = [
     "lookup",
     "merge_column_stats",
     "merge_entries",
+    "merge_in_key_order",
     "merge_records",
     "open_hfile",
     "partition_files",

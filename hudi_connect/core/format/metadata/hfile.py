@@ -27,17 +27,22 @@ Root index keys carry the same layout behind a Hadoop vlong length; Hudi's
 native writer shortens them, and the file info's ``hfile.LASTKEY``, to row
 length and row only.
 
-Only ``bytes`` are read, and blocks are decoded when reached: :func:`lookup`
-and :meth:`HFile.with_prefixes` decode just the data blocks that may hold the
-keys or key prefixes asked for. Checksums are
-not verified (Hudi's reader does not either); GZ payloads carry their own CRC.
+Bytes come from a :class:`ByteSource`: a file in memory (:class:`InMemory`), or
+one read by byte range, so that a large file is never held whole: the trailer,
+the load-on-open blocks, then only the data blocks a read reaches (a scan reads
+runs of consecutive blocks of up to :data:`SCAN_READ_BYTES`). :func:`lookup` and
+:meth:`HFile.with_prefixes` decode just the data blocks that may hold the keys
+or key prefixes asked for. Checksums are not verified (Hudi's reader does not
+either); GZ payloads carry their own CRC.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Mapping
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from hudi_connect.core.errors import HFileDecodeError
 from hudi_connect.core.format.metadata.hfile_blocks import (
@@ -59,6 +64,7 @@ from hudi_connect.core.format.metadata.hfile_blocks import (
     Block,
     BlockIndexEntry,
     Cursor,
+    HFileCompression,
     HFileTrailer,
     non_root_index,
     read_block,
@@ -68,10 +74,43 @@ from hudi_connect.core.format.metadata.hfile_blocks import (
     row_of,
 )
 
+SCAN_READ_BYTES = 8 << 20
+"""The most a scan of consecutive data blocks reads in one request: large enough that an object store's round
+trip per request does not dominate, small enough that a task holds little of a large file."""
+
+
+class ByteSource(Protocol):
+    """Where an HFile's bytes come from, by range: ``size`` bytes, of which ``read`` returns ``length`` from
+    ``offset`` (fewer only at the end of the file)."""
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+
+    def read(self, offset: int, length: int) -> bytes | memoryview:
+        """``length`` bytes from ``offset``."""
+
+
+@dataclass(frozen=True)
+class InMemory:
+    """A file already in memory (a small base file, an HFile log block's content), read without copying."""
+
+    data: bytes = field(repr=False)
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+        return len(self.data)
+
+    def read(self, offset: int, length: int) -> memoryview:
+        """A view of ``length`` bytes from ``offset``."""
+        return memoryview(self.data)[offset:offset + length]
+
 
 @dataclass(frozen=True)
 class HFile:
-    """An opened HFile: trailer, data and meta block indexes and file info; cells decode on demand.
+    """An opened HFile: trailer, data and meta block indexes and file info; data blocks are read and their cells
+    decoded on demand.
 
     Example::
 
@@ -81,7 +120,7 @@ class HFile:
             ...
     """
 
-    data: bytes = field(repr=False, compare=False)
+    reader: ByteSource = field(repr=False, compare=False)
     source: str
     trailer: HFileTrailer
     data_index: tuple[BlockIndexEntry, ...]
@@ -103,10 +142,9 @@ class HFile:
     def cells(self) -> Iterator[tuple[bytes, bytes]]:
         """Every cell as (row, value), in key order."""
         count = 0
-        for entry in self.data_index:
-            for row, value in self._block_cells(entry):
-                count += 1
-                yield row, value
+        for row, value in self._cells_from(0):
+            count += 1
+            yield row, value
         if count != self.trailer.entry_count:
             raise HFileDecodeError(f"{self.source}: the data blocks hold {count} cells, the trailer says "
                                    f"{self.trailer.entry_count}")
@@ -122,31 +160,40 @@ class HFile:
         found: dict[bytes, bytes] = {}
         for position, wanted in sorted(by_block.items()):
             largest = max(wanted)
-            for row, value in self._block_cells(self.data_index[position]):
+            for row, value in self._block_cells(self._block(self.data_index[position], (DATA_MAGIC,))):
                 if row in wanted:
                     found[row] = value
                 if row >= largest:
                     break
         return found
 
-    def with_prefixes(self, prefixes: Iterable[bytes]) -> dict[bytes, bytes]:
-        """The cells whose row starts with one of ``prefixes``: rows sort bytewise, so each prefix's rows are
-        contiguous, from the block the index places the prefix in to the first row past it."""
+    def prefix_cells(self, prefixes: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        """The cells whose row starts with one of ``prefixes``, in key order: rows sort bytewise, so each
+        prefix's rows are contiguous, from the block the index places the prefix in to the first row past it."""
         first_rows = [entry.first_key for entry in self.data_index]
-        found: dict[bytes, bytes] = {}
+        widest: list[bytes] = []  # a prefix of another prefix covers its rows
         for prefix in sorted(set(prefixes)):
-            start = max(bisect.bisect_right(first_rows, prefix) - 1, 0)
-            for entry in self.data_index[start:]:
-                passed = False
-                for row, value in self._block_cells(entry):
-                    if row.startswith(prefix):
-                        found[row] = value
-                    elif row > prefix:
-                        passed = True
-                        break
-                if passed:
+            if not widest or not prefix.startswith(widest[-1]):
+                widest.append(prefix)
+        for prefix in widest:
+            for row, value in self._cells_from(max(bisect.bisect_right(first_rows, prefix) - 1, 0)):
+                if row.startswith(prefix):
+                    yield row, value
+                elif row > prefix:
                     break
-        return found
+
+    def with_prefixes(self, prefixes: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The cells whose row starts with one of ``prefixes``, as a dict (see :meth:`prefix_cells`)."""
+        return dict(self.prefix_cells(prefixes))
+
+    def selected_cells(self, keys: Sequence[bytes], prefixes: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        """The cells of ``keys`` and of rows starting with one of ``prefixes``, in key order, each once."""
+        by_key = sorted(self.get(keys).items()) if keys else []
+        previous = None
+        for row, value in heapq.merge(by_key, self.prefix_cells(prefixes), key=lambda cell: cell[0]):
+            if row != previous:
+                yield row, value
+            previous = row
 
     def meta_block(self, name: str) -> bytes | None:
         """The content of the meta block named ``name`` (``getMetaBlock``), or None."""
@@ -155,13 +202,35 @@ class HFile:
                 return self._block(entry, (META_MAGIC,)).payload
         return None
 
-    def _block(self, entry: BlockIndexEntry, expected: tuple[bytes, ...]) -> Block:
-        limit = min(entry.offset + entry.size, self.trailer.load_on_open_offset)
-        return read_block(self.data, entry.offset, limit, expected, self.trailer.compression, self.source)
+    def _limit(self, entry: BlockIndexEntry) -> int:
+        return min(entry.offset + entry.size, self.trailer.load_on_open_offset)
 
-    def _block_cells(self, entry: BlockIndexEntry) -> Iterator[tuple[bytes, bytes]]:
+    def _block(self, entry: BlockIndexEntry, expected: tuple[bytes, ...]) -> Block:
+        limit = self._limit(entry)
+        window = self.reader.read(entry.offset, max(limit - entry.offset, 0))
+        return read_block(window, entry.offset, limit, expected, self.trailer.compression, self.source,
+                          base=entry.offset)
+
+    def _cells_from(self, position: int) -> Iterator[tuple[bytes, bytes]]:
+        """The cells of the data blocks from ``data_index[position]`` on: the first block alone (a lookup often
+        needs no more), then runs of consecutive blocks of up to :data:`SCAN_READ_BYTES` in one request each."""
+        entries, budget = self.data_index, 0
+        while position < len(entries):
+            run_start, run_end = entries[position].offset, self._limit(entries[position])
+            last = position
+            while (last + 1 < len(entries) and entries[last + 1].offset >= run_end
+                   and self._limit(entries[last + 1]) - run_start <= budget):
+                last += 1
+                run_end = self._limit(entries[last])
+            window = self.reader.read(run_start, max(run_end - run_start, 0))
+            for entry in entries[position:last + 1]:
+                block = read_block(window, entry.offset, self._limit(entry), (DATA_MAGIC,), self.trailer.compression,
+                                   self.source, base=run_start)
+                yield from self._block_cells(block)
+            position, budget = last + 1, SCAN_READ_BYTES
+
+    def _block_cells(self, block: Block) -> Iterator[tuple[bytes, bytes]]:
         """The cells of one data block (``HFileDataBlock``), as (row, value)."""
-        block = self._block(entry, (DATA_MAGIC,))
         where = f"{self.source}: data block at byte {block.offset}"
         payload = block.payload
         cursor = Cursor(payload, 0, len(payload), where)
@@ -199,39 +268,52 @@ def _int_info(info: Mapping[str, bytes], name: str, source: str) -> int | None:
     return int(INT.unpack(raw)[0])
 
 
-def open_hfile(data: bytes, source: str = "HFile") -> HFile:
+def open_hfile(data: bytes | ByteSource, source: str = "HFile") -> HFile:
     """Read an HFile's trailer, block indexes and file info; raises HFileDecodeError naming what is wrong.
 
-    ``source`` names the file in error messages. Like ``HFileReaderImpl``,
-    the whole data block index is loaded (all levels); data blocks are not.
+    ``data`` is the whole file, or a :class:`ByteSource` to read it by range. ``source`` names the file in
+    error messages. Like ``HFileReaderImpl``, the whole data block index is loaded (all levels); data blocks
+    are not.
 
     Example::
 
         hfile = open_hfile(data, source="files/files-0000-0_0-5-4_00000000000000000.hfile")
         values = hfile.get([b"region=us"])
     """
-    if not isinstance(data, bytes):
-        raise TypeError(f"open_hfile needs bytes, not {type(data).__name__}")
-    trailer = read_trailer(data, source)
-    limit = len(data) - TRAILER_SIZE
+    if isinstance(data, bytes):
+        data = InMemory(data)
+    elif not hasattr(data, "read"):
+        raise TypeError(f"open_hfile needs bytes or a ByteSource, not {type(data).__name__}")
+    size = data.size
+    tail = data.read(size - TRAILER_SIZE, TRAILER_SIZE) if size >= TRAILER_SIZE else b""
+    trailer = read_trailer(tail, size, source)
+    limit = size - TRAILER_SIZE
     codec = trailer.compression
     if codec not in READABLE_CODECS:
         raise HFileDecodeError(f"{source}: compression {codec.name} is not supported (only NONE and GZ, Hudi's "
                                "default for the metadata table)")
-    root = read_block(data, trailer.load_on_open_offset, limit, (ROOT_INDEX_MAGIC,), codec, source)
+    # The load-on-open blocks follow one another up to the trailer: data index root, meta index, file info.
+    opening = trailer.load_on_open_offset
+    window = data.read(opening, limit - opening)
+    root = read_block(window, opening, limit, (ROOT_INDEX_MAGIC,), codec, source, base=opening)
     data_index = root_index(root, trailer.data_index_count, True, source)
     for level in range(trailer.data_index_levels - 1, 0, -1):
         magic = LEAF_INDEX_MAGIC if level == 1 else INTERMEDIATE_INDEX_MAGIC
         data_index = [child for entry in data_index
-                      for child in non_root_index(
-                          read_block(data, entry.offset, min(entry.offset + entry.size, limit), (magic,), codec,
-                                      source), source)]
-    # The load-on-open blocks follow one another: data index root, meta index, file info.
-    meta_root = read_block(data, root.offset + root.size, limit, (ROOT_INDEX_MAGIC,), codec, source)
+                      for child in non_root_index(_index_block(data, entry, limit, magic, codec, source), source)]
+    meta_root = read_block(window, root.offset + root.size, limit, (ROOT_INDEX_MAGIC,), codec, source, base=opening)
     meta_index = root_index(meta_root, trailer.meta_index_count, False, source)
-    info = read_block(data, meta_root.offset + meta_root.size, limit, (FILE_INFO_MAGIC,), codec, source)
+    info = read_block(window, meta_root.offset + meta_root.size, limit, (FILE_INFO_MAGIC,), codec, source,
+                      base=opening)
     file_info = read_file_info(info, source)
     return HFile(data, source, trailer, tuple(data_index), tuple(meta_index), file_info)
+
+
+def _index_block(data: ByteSource, entry: BlockIndexEntry, limit: int, magic: bytes, codec: HFileCompression,
+                 source: str) -> Block:
+    end = min(entry.offset + entry.size, limit)
+    return read_block(data.read(entry.offset, max(end - entry.offset, 0)), entry.offset, end, (magic,), codec, source,
+                      base=entry.offset)
 
 
 def read_hfile(data: bytes, source: str = "HFile") -> Iterator[tuple[bytes, bytes]]:

@@ -183,19 +183,19 @@ def row_of(key: bytes, where: str) -> bytes:
     return key[SHORT.size:SHORT.size + length]
 
 
-def read_trailer(data: bytes, source: str) -> HFileTrailer:
-    """The trailer in the last 4096 bytes, checked to point inside the file."""
+def read_trailer(tail: bytes | memoryview, file_size: int, source: str) -> HFileTrailer:
+    """The trailer from ``tail``, the file's last 4096 bytes (of ``file_size``), checked to point inside the file."""
     where = f"{source}: trailer"
-    if len(data) < TRAILER_SIZE:
-        raise HFileDecodeError(f"{where}: the file has {len(data)} bytes, fewer than the {TRAILER_SIZE}-byte "
+    if file_size < TRAILER_SIZE or len(tail) != TRAILER_SIZE:
+        raise HFileDecodeError(f"{where}: the file has {file_size} bytes, fewer than the {TRAILER_SIZE}-byte "
                                "HFile v3 trailer; it is truncated or not an HFile")
-    (version,) = INT.unpack_from(data, len(data) - INT.size)
+    (version,) = INT.unpack_from(tail, TRAILER_SIZE - INT.size)
     major, minor = version & 0x00FFFFFF, (version >> 24) & 0xFF
     if major != SUPPORTED_MAJOR_VERSION:
         raise HFileDecodeError(f"{where}: HFile major version {major} is not supported (only "
                                f"{SUPPORTED_MAJOR_VERSION}); the file may be truncated or not an HFile")
-    start = len(data) - TRAILER_SIZE
-    cursor = Cursor(data, start, len(data) - INT.size, where)
+    start = file_size - TRAILER_SIZE
+    cursor = Cursor(bytes(tail), 0, TRAILER_SIZE - INT.size, where)
     magic = cursor.take(len(TRAILER_MAGIC), "the trailer magic")
     if magic != TRAILER_MAGIC:
         raise cursor.error(f"expected the trailer magic {TRAILER_MAGIC!r} at byte {start}, found {magic!r}")
@@ -225,35 +225,38 @@ def read_trailer(data: bytes, source: str) -> HFileTrailer:
     return trailer
 
 
-def read_block(data: bytes, offset: int, limit: int, expected: tuple[bytes, ...], compression: HFileCompression,
-                source: str) -> Block:
-    """The block at ``offset``, which must lie before ``limit`` and carry one of the ``expected`` magics."""
+def read_block(data: bytes | memoryview, offset: int, limit: int, expected: tuple[bytes, ...],
+               compression: HFileCompression, source: str, *, base: int = 0) -> Block:
+    """The block at ``offset``, which must lie before ``limit`` and carry one of the ``expected`` magics.
+    ``data`` holds the file's bytes from ``base`` on (the whole file, or the range read for the block)."""
     where = f"{source}: block at byte {offset}"
-    if not 0 <= offset <= limit - BLOCK_HEADER_SIZE:
+    start = offset - base
+    if not 0 <= offset <= limit - BLOCK_HEADER_SIZE or not 0 <= start <= len(data) - BLOCK_HEADER_SIZE:
         raise HFileDecodeError(f"{where}: a {BLOCK_HEADER_SIZE}-byte block header does not fit before byte {limit}; "
                                "the file is truncated or its index is corrupt")
     magic, on_disk, uncompressed, _previous, _checksum_type, _per_checksum, data_with_header = HEADER.unpack_from(
-        data, offset)
+        data, start)
     if magic not in expected:
         wanted = " or ".join(repr(m) for m in expected)
         if magic == ENCODED_DATA_MAGIC:
             raise HFileDecodeError(f"{where}: the data block uses a data block encoding (DATABLKE), which "
                                    "hudi-connect does not read; Hudi writes unencoded blocks")
         raise HFileDecodeError(f"{where}: expected a block magic {wanted}, found {magic!r}")
-    if on_disk < 0 or uncompressed < 0 or offset + BLOCK_HEADER_SIZE + on_disk > limit:
+    if (on_disk < 0 or uncompressed < 0 or offset + BLOCK_HEADER_SIZE + on_disk > limit
+            or start + BLOCK_HEADER_SIZE + on_disk > len(data)):
         raise HFileDecodeError(f"{where}: {magic.decode()} block of {on_disk} bytes on disk runs past byte {limit}; "
                                "the file is truncated or corrupt")
     if not BLOCK_HEADER_SIZE <= data_with_header <= BLOCK_HEADER_SIZE + on_disk:
         raise HFileDecodeError(f"{where}: data size with header {data_with_header} does not fit the block's "
                                f"{BLOCK_HEADER_SIZE + on_disk} bytes")
-    stored = data[offset + BLOCK_HEADER_SIZE:offset + data_with_header]
+    stored = data[start + BLOCK_HEADER_SIZE:start + data_with_header]
     payload = _decompress(stored, uncompressed, compression, where)
     return Block(magic, offset, BLOCK_HEADER_SIZE + on_disk, payload)
 
 
-def _decompress(stored: bytes, size: int, compression: HFileCompression, where: str) -> bytes:
+def _decompress(stored: bytes | memoryview, size: int, compression: HFileCompression, where: str) -> bytes:
     if compression is HFileCompression.NONE:
-        payload = stored
+        payload = bytes(stored)
     elif compression is HFileCompression.GZ:
         payload = _gunzip(stored, size, where)
     else:
@@ -264,10 +267,11 @@ def _decompress(stored: bytes, size: int, compression: HFileCompression, where: 
     return payload
 
 
-def _gunzip(stored: bytes, size: int, where: str) -> bytes:
+def _gunzip(stored: bytes | memoryview, size: int, where: str) -> bytes:
     """Hadoop's GzipCodec output: one or more gzip members, inflated to at most ``size`` bytes."""
     parts: list[bytes] = []
-    remaining, budget = stored, size + 1  # one byte more than expected tells an oversized block
+    remaining: bytes | memoryview = stored
+    budget = size + 1  # one byte more than expected tells an oversized block
     while remaining:
         if budget <= 0:  # zlib reads a max_length of 0 as "no limit"
             raise HFileDecodeError(f"{where}: the GZ block inflates past its {size} bytes")

@@ -20,7 +20,7 @@ The merged state then drops records whose payload is a tombstone, as Hudi's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -123,6 +123,48 @@ def merge_entries(entries: Iterable[MetadataEntry], *, keep_tombstones: bool = F
     if keep_tombstones:
         return merged
     return {key: record for key, record in merged.items() if not record.is_tombstone}
+
+
+def _folded(record: MetadataRecord | None, later: Iterable[MetadataEntry]) -> MetadataRecord | None:
+    """One key's record after applying its ``later`` entries in order (None: deleted, or never written)."""
+    for entry in later:
+        if isinstance(entry, MetadataDelete):
+            record = None
+        else:
+            record = entry if record is None else merge_records(record, entry)
+    return record
+
+
+def merge_in_key_order(base: Iterable[MetadataRecord], later: Iterable[MetadataEntry]) -> Iterator[MetadataRecord]:
+    """The live merged records of a file slice, in key order, as :func:`merge_entries` makes them of ``base``
+    then ``later``, holding only ``later`` (a slice's log entries) in memory: ``base`` (its base file's records,
+    in key order) streams through, one record at a time.
+
+    Example::
+
+        for record in merge_in_key_order(hfile_records(base_file), log_entries(blocks)):
+            ...
+    """
+    by_key: dict[str, list[MetadataEntry]] = {}
+    for entry in later:
+        by_key.setdefault(entry.key, []).append(entry)
+    pending = sorted(by_key)  # rows sort bytewise, and UTF-8 keeps the order of code points
+    position = 0
+    for record in base:
+        while position < len(pending) and pending[position] <= record.key:
+            key = pending[position]
+            position += 1
+            if key != record.key:
+                merged = _folded(None, by_key[key])
+                if merged is not None and not merged.is_tombstone:
+                    yield merged
+        merged = _folded(record, by_key.get(record.key, ()))
+        if merged is not None and not merged.is_tombstone:
+            yield merged
+    for key in pending[position:]:
+        merged = _folded(None, by_key[key])
+        if merged is not None and not merged.is_tombstone:
+            yield merged
 
 
 def all_partitions(records: Mapping[str, MetadataRecord]) -> frozenset[str]:

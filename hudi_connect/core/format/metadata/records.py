@@ -44,7 +44,7 @@ import fastavro
 from hudi_connect.core.errors import MetadataTableError
 from hudi_connect.core.format.log.blocks import delete_records, rollback_target
 from hudi_connect.core.format.log.format import LogBlock, LogBlockType
-from hudi_connect.core.format.metadata.hfile import HFile, open_hfile
+from hudi_connect.core.format.metadata.hfile import ByteSource, HFile, open_hfile
 from hudi_connect.core.format.metadata.keys import data_partition, secondary_index_key_parts
 from hudi_connect.core.format.metadata.selection import KeySelection
 from hudi_connect.core.format.metadata.values import unwrap_value
@@ -316,18 +316,15 @@ def _records(hfile: HFile, schema_json: str, instant_time: str | None,
     elif select.where is not None:  # every key tested, only the selected values decoded
         cells = ((key, value) for key, value in hfile.cells() if select.matches(key.decode("utf-8")))
     else:
-        keys, prefixes = select.encoded()
-        found = hfile.get(keys)
-        found.update(hfile.with_prefixes(prefixes))
-        cells = sorted(found.items())
+        cells = hfile.selected_cells(*select.encoded())
     for key, value in cells:
         yield decode_metadata_record(key, value, schema_json, instant_time, hfile.source)
 
 
-def hfile_records(data: bytes, *, instant_time: str | None = None, select: KeySelection | None = None,
+def hfile_records(data: bytes | ByteSource, *, instant_time: str | None = None, select: KeySelection | None = None,
                   source: str = "metadata base file") -> Iterator[MetadataRecord]:
-    """The records of a metadata table base file (``.hfile``), in key order; only those ``select`` selects
-    when given.
+    """The records of a metadata table base file (``.hfile``), in key order, decoded as they are reached; only
+    those ``select`` selects when given. ``data``: the whole file, or a :class:`ByteSource` reading it by range.
 
     ``instant_time`` is the instant in the file's name, recorded on each record.
 
