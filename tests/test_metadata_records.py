@@ -912,3 +912,20 @@ def test_the_metadata_reader_reads_large_base_files_by_range_in_bounded_pieces(
     assert [sorted(map(str, rows)) for rows in ranged] == [sorted(map(str, rows)) for rows in whole]
     listing = ranged[0]
     assert [(r["partition"], r["name"]) for r in listing] == sorted((r["partition"], r["name"]) for r in listing)
+
+
+def test_a_lookup_of_many_keys_reads_neighbouring_blocks_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    cells = [(f"k{i:05d}".encode(), b"v" * 40) for i in range(5000)]
+    data = encode_hfile(cells, cells_per_block=50)  # 100 blocks
+    source = CountingSource(data)
+    hfile = open_hfile(source, "synthetic")
+    block = len(data) // 100
+    monkeypatch.setattr(hfile_module, "SCAN_READ_BYTES", 20 * block)
+    source.reads.clear()
+    keys = [row for row, _ in cells[::25]]  # two keys in every block
+    assert hfile.get(keys) == {row: value for row, value in cells[::25]}
+    assert 5 <= len(source.reads) <= 6 and max(length for _, length in source.reads) <= 20 * block
+    source.reads.clear()
+    far_apart = [row for row, _ in cells[::1000]]  # blocks 0, 20, 40, 60, 80: one request each
+    assert hfile.get(far_apart) == {row: value for row, value in cells[::1000]}
+    assert len(source.reads) == 5 and max(length for _, length in source.reads) < 2 * block

@@ -158,9 +158,10 @@ class HFile:
             if position >= 0:
                 by_block.setdefault(position, set()).add(key)
         found: dict[bytes, bytes] = {}
-        for position, wanted in sorted(by_block.items()):
+        for position, block in self._blocks_at(sorted(by_block)):
+            wanted = by_block[position]
             largest = max(wanted)
-            for row, value in self._block_cells(self._block(self.data_index[position], (DATA_MAGIC,))):
+            for row, value in self._block_cells(block):
                 if row in wanted:
                     found[row] = value
                 if row >= largest:
@@ -210,6 +211,26 @@ class HFile:
         window = self.reader.read(entry.offset, max(limit - entry.offset, 0))
         return read_block(window, entry.offset, limit, expected, self.trailer.compression, self.source,
                           base=entry.offset)
+
+    def _blocks_at(self, positions: Sequence[int]) -> Iterator[tuple[int, Block]]:
+        """The data blocks at ``positions`` (sorted) of the index, with neighbours (next to each other, or one
+        block apart) read together in runs of up to :data:`SCAN_READ_BYTES`: a lookup of many keys costs a
+        request per run, not per block."""
+        entries, index = self.data_index, 0
+        while index < len(positions):
+            first = last = index
+            run_start, run_end = entries[positions[first]].offset, self._limit(entries[positions[first]])
+            while (last + 1 < len(positions) and positions[last + 1] - positions[last] <= 2
+                   and entries[positions[last + 1]].offset >= run_end
+                   and self._limit(entries[positions[last + 1]]) - run_start <= SCAN_READ_BYTES):
+                last += 1
+                run_end = self._limit(entries[positions[last]])
+            window = self.reader.read(run_start, max(run_end - run_start, 0))
+            for position in positions[first:last + 1]:
+                entry = entries[position]
+                yield position, read_block(window, entry.offset, self._limit(entry), (DATA_MAGIC,),
+                                           self.trailer.compression, self.source, base=run_start)
+            index = last + 1
 
     def _cells_from(self, position: int) -> Iterator[tuple[bytes, bytes]]:
         """The cells of the data blocks from ``data_index[position]`` on: the first block alone (a lookup often
