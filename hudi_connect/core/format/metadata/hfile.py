@@ -212,17 +212,18 @@ class HFile:
         return read_block(window, entry.offset, limit, expected, self.trailer.compression, self.source,
                           base=entry.offset)
 
-    def _blocks_at(self, positions: Sequence[int]) -> Iterator[tuple[int, Block]]:
+    def _blocks_at(self, positions: Sequence[int], *, first_alone: bool = False) -> Iterator[tuple[int, Block]]:
         """The data blocks at ``positions`` (sorted) of the index, with neighbours (next to each other, or one
-        block apart) read together in runs of up to :data:`SCAN_READ_BYTES`: a lookup of many keys costs a
-        request per run, not per block."""
-        entries, index = self.data_index, 0
+        block apart) read together in runs of up to :data:`SCAN_READ_BYTES`: many blocks cost a request per run,
+        not per block. ``first_alone``: the first block is read by itself (a scan from a lookup's block often
+        needs no more)."""
+        entries, index, budget = self.data_index, 0, 0 if first_alone else SCAN_READ_BYTES
         while index < len(positions):
             first = last = index
             run_start, run_end = entries[positions[first]].offset, self._limit(entries[positions[first]])
             while (last + 1 < len(positions) and positions[last + 1] - positions[last] <= 2
                    and entries[positions[last + 1]].offset >= run_end
-                   and self._limit(entries[positions[last + 1]]) - run_start <= SCAN_READ_BYTES):
+                   and self._limit(entries[positions[last + 1]]) - run_start <= budget):
                 last += 1
                 run_end = self._limit(entries[positions[last]])
             window = self.reader.read(run_start, max(run_end - run_start, 0))
@@ -230,25 +231,12 @@ class HFile:
                 entry = entries[position]
                 yield position, read_block(window, entry.offset, self._limit(entry), (DATA_MAGIC,),
                                            self.trailer.compression, self.source, base=run_start)
-            index = last + 1
+            index, budget = last + 1, SCAN_READ_BYTES
 
     def _cells_from(self, position: int) -> Iterator[tuple[bytes, bytes]]:
-        """The cells of the data blocks from ``data_index[position]`` on: the first block alone (a lookup often
-        needs no more), then runs of consecutive blocks of up to :data:`SCAN_READ_BYTES` in one request each."""
-        entries, budget = self.data_index, 0
-        while position < len(entries):
-            run_start, run_end = entries[position].offset, self._limit(entries[position])
-            last = position
-            while (last + 1 < len(entries) and entries[last + 1].offset >= run_end
-                   and self._limit(entries[last + 1]) - run_start <= budget):
-                last += 1
-                run_end = self._limit(entries[last])
-            window = self.reader.read(run_start, max(run_end - run_start, 0))
-            for entry in entries[position:last + 1]:
-                block = read_block(window, entry.offset, self._limit(entry), (DATA_MAGIC,), self.trailer.compression,
-                                   self.source, base=run_start)
-                yield from self._block_cells(block)
-            position, budget = last + 1, SCAN_READ_BYTES
+        """The cells of the data blocks from ``data_index[position]`` on, read as :meth:`_blocks_at` reads."""
+        for _, block in self._blocks_at(range(position, len(self.data_index)), first_alone=True):
+            yield from self._block_cells(block)
 
     def _block_cells(self, block: Block) -> Iterator[tuple[bytes, bytes]]:
         """The cells of one data block (``HFileDataBlock``), as (row, value)."""
