@@ -133,6 +133,7 @@ def test_write_killed(hudi_victim: KillableServer, plain_spark: SparkSession, lo
         print(f"\nwrite killed {moment}: ServerUnavailableError {elapsed:.1f}s after the kill; {outcome}")
 
 
+@pytest.mark.full  # CI kills a write and a listing while it is consumed
 def test_read_killed(plain_victim: KillableServer, spark: SparkSession, local_base_path: str) -> None:
     """A read under way when the server dies fails within the bound; hudi-connect's next call on the session
     says the server is gone at once; a read planned against the dead server fails with the bound too."""

@@ -216,6 +216,7 @@ def test_minio_restarted_during_a_batch(tmp_path: Path) -> None:
 
 
 
+@pytest.mark.full  # CI kills the streamer between its sinks and its checkpoint
 def test_streamer_killed_while_writing_never_publishes_twice(
     spark: SparkSession, hudi_server_url: str, local_base_path: str, postgres_dsn: str,
 ) -> None:

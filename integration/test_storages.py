@@ -129,8 +129,8 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("storage", [pytest.param(s, marks=() if s == "hdfs" else (pytest.mark.full,))
-                                     for s in STORAGES])
+@pytest.mark.full  # CI: the checkpoints' claims on each storage (below) and reverse streams on MinIO and locally
+@pytest.mark.parametrize("storage", STORAGES)
 def test_a_reverse_stream_to_files_on_the_storage_resumes_exactly(
     storages_spark: SparkSession, plain_storages_spark: SparkSession, storage_roots: dict[str, str], storage: str,
     plain_storages_url: str,

@@ -47,6 +47,7 @@ from hudi_connect_stack.testing.fixture_tables import LocalTableView, local_tabl
 
 from hudi_connect.core.errors import HFileDecodeError, HudiConnectError, MetadataTableError
 from hudi_connect.core.executor import metadata_reader as reader
+from hudi_connect.core.executor import slices as slices_module
 from hudi_connect.core.executor.contracts import LISTING_PARTS
 from hudi_connect.core.executor.listing import PartitionFilter, list_storage, list_subtrees, list_top_level
 from hudi_connect.core.format.expressions import ColumnRange, Expression, col, lit, stats_may_match
@@ -744,8 +745,12 @@ def test_column_statistics_lookups_shard_over_tasks_and_agree_with_a_whole_read(
 
 @pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_nonpart_nometa"])
 @pytest.mark.parametrize("region", [None, "us"])
+@pytest.mark.parametrize("batch_rows", [None, 3])
 def test_a_fanned_out_storage_listing_equals_one_tasks(tables: Tables, tmp_path: Path, name: str,
-                                                       region: str | None) -> None:
+                                                       region: str | None, batch_rows: int | None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    if batch_rows is not None:  # a task sends its directories' files in several batches
+        monkeypatch.setattr(slices_module, "LISTING_BATCH_ROWS", batch_rows)
     base = Path(shutil.copytree(tables(name), tmp_path / name))
     (base / "region=zz" / "nested").mkdir(parents=True)  # a directory deeper than the partitions' level
     (base / "region=zz" / "nested" / "stray.parquet").write_bytes(b"")
@@ -758,7 +763,9 @@ def test_a_fanned_out_storage_listing_equals_one_tasks(tables: Tables, tmp_path:
     fanned = []
     for shard in range(3):  # the parts as three tasks would get them after a round-robin repartition
         batch = pa.RecordBatch.from_pylist(parts[shard::3], schema=LISTING_PARTS.schema)
-        fanned += [row for out in list_subtrees(keep, base.as_uri(), [batch]) for row in out.to_pylist()]
+        out = list(list_subtrees(keep, base.as_uri(), [batch]))
+        assert batch_rows is None or len(out) > 1 or sum(b.num_rows for b in out) <= batch_rows
+        fanned += [row for each in out for row in each.to_pylist()]
     key = operator.itemgetter("partition", "name")
     assert sorted(fanned, key=key) == sorted(one_task, key=key) and one_task
     if region and name.startswith("cow"):  # pruned, but for the path deeper than the partition field reads
@@ -904,7 +911,7 @@ def test_the_metadata_reader_reads_large_base_files_by_range_in_bounded_pieces(
 
     monkeypatch.setattr(reader, "WHOLE_READ_BYTES", 0)
     monkeypatch.setattr(hfile_module, "SCAN_READ_BYTES", 2048)
-    monkeypatch.setattr(reader, "LISTING_BATCH_ROWS", 7)
+    monkeypatch.setattr(slices_module, "LISTING_BATCH_ROWS", 7)
     monkeypatch.setattr(reader.RangedFile, "read", counted)
     ranged = answers()
     assert reads and max(reads) <= TRAILER_SIZE  # the trailer is the largest piece (4 KiB); runs stay at 2 KiB

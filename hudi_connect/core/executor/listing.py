@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from hudi_connect.core.executor import slices
 from hudi_connect.core.executor.contracts import LISTING_PARTS, MATCHES, FileMatch, ListingPart
 from hudi_connect.core.executor.refusals import planned_file, worker_body
-from hudi_connect.core.executor.slices import listing_batch
 from hudi_connect.core.executor.storage import data_files, filesystem_for, join, list_directory, storage_access
 from hudi_connect.core.format.expressions import ColumnRange, Expression, partition_may_match, stats_may_match
 from hudi_connect.core.format.spec_models import PartitionDescriptor
@@ -60,7 +60,7 @@ def list_storage(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> It
                     kept[partition] = keep.keeps(partition)
                 if kept[partition]:
                     rows.append((partition, name, size))
-            yield listing_batch(rows)
+            yield slices.listing_batch(rows)
 
 
 FAN_OUT_TASKS = 8
@@ -88,20 +88,25 @@ def list_top_level(keep: PartitionFilter, batches: Iterable[pa.RecordBatch]) -> 
 @worker_body
 def list_subtrees(keep: PartitionFilter, base_uri: str, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The second step of a fanned-out listing: files of :func:`list_top_level` pass through, and each
-    top-level directory is listed whole, keeping the files of kept partitions."""
+    top-level directory is listed whole, keeping the files of kept partitions. Rows leave in batches of at most
+    about :data:`~hudi_connect.core.executor.slices.LISTING_BATCH_ROWS` (after the directory that passes it),
+    each sorted; the plan sorts the whole listing afterwards."""
     for batch in batches:
         rows: list[tuple[str, str, int]] = []
         for part in LISTING_PARTS.rows(batch):
             if part.subtree is None:
                 rows.append((part.partition or "", part.name or "", part.size or 0))
-                continue
-            kept: dict[str, bool] = {}
-            for partition, name, size in data_files(base_uri, part.subtree):
-                if partition not in kept:
-                    kept[partition] = keep.keeps(partition)
-                if kept[partition]:
-                    rows.append((partition, name, size))
-        yield listing_batch(rows)
+            else:
+                kept: dict[str, bool] = {}
+                for partition, name, size in data_files(base_uri, part.subtree):
+                    if partition not in kept:
+                        kept[partition] = keep.keeps(partition)
+                    if kept[partition]:
+                        rows.append((partition, name, size))
+            if len(rows) >= slices.LISTING_BATCH_ROWS:
+                yield slices.listing_batch(rows)
+                rows = []
+        yield slices.listing_batch(rows)
 
 
 @dataclass(frozen=True)

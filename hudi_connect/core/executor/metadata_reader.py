@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from hudi_connect.core.executor import slices
 from hudi_connect.core.executor.contracts import LOCATIONS, MATCHES, FileMatch, RecordLocation
 from hudi_connect.core.executor.listing import PartitionFilter, list_storage
 from hudi_connect.core.executor.refusals import planned_file, worker_body
-from hudi_connect.core.executor.slices import listing_batch
 from hudi_connect.core.executor.storage import RangedFile, join, list_directory, read_many
 from hudi_connect.core.format.expressions import ColumnRange, Expression, stats_may_match
 from hudi_connect.core.format.fs_view import FileSlice, StoredFile, file_slices_at
@@ -148,7 +148,6 @@ WHOLE_READ_BYTES = 8 << 20
 """A metadata base file up to this size is read whole, in one request beside its log files; a larger one by
 range (:class:`~hudi_connect.core.executor.storage.RangedFile`): its index, then the data blocks a read reaches,
 so that a task's memory does not grow with the metadata table."""
-LISTING_BATCH_ROWS = 1 << 16  # rows of a listing or of statistics matches a task sends in one batch
 
 
 @dataclass(frozen=True)
@@ -215,19 +214,19 @@ def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline,
     """The listing in batches of whole partitions, in partition order: the files partition's records stream
     in key order (its one file group; more would each be in order, so they are gathered and sorted)."""
     valid = valid_block_instants(source, metadata.timeline)
-    slices = partition_slices(source, metadata, "files")
+    files_slices = partition_slices(source, metadata, "files")
     rows: list[tuple[str, str, int]] = []
     sent = False
-    for file_slice in slices:
+    for file_slice in files_slices:
         with opened_slice(source, file_slice) as opened:
             for files in _kept_partition_files(opened, valid, keep):
                 rows.extend((files.partition, name, size) for name, size in files.files.items()
                             if name not in files.deleted)
-                if len(slices) == 1 and len(rows) >= LISTING_BATCH_ROWS:
-                    yield listing_batch(rows)
+                if len(files_slices) == 1 and len(rows) >= slices.LISTING_BATCH_ROWS:
+                    yield slices.listing_batch(rows)
                     rows, sent = [], True
     if rows or not sent:
-        yield listing_batch(rows)
+        yield slices.listing_batch(rows)
 
 
 @worker_body
@@ -301,7 +300,7 @@ def match_by_metadata_stats(source: MetadataSource, predicate: Expression, colum
                     for name, ranges in _file_ranges(opened, valid, columns):
                         # no partition: the client joins the matches on the (unique) file name
                         matches.append(FileMatch(None, name, stats_may_match(predicate, ranges)))
-                        if len(matches) >= LISTING_BATCH_ROWS:
+                        if len(matches) >= slices.LISTING_BATCH_ROWS:
                             yield MATCHES.batch(matches)
                             matches = []
             yield MATCHES.batch(matches)

@@ -29,6 +29,10 @@ from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slic
 from hudi_connect.core.format.schema_evolution import align
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, RECORD_KEY_COLUMN
 
+LISTING_BATCH_ROWS = 1 << 16
+"""The most rows of a listing (or of statistics matches) a task holds before it sends them as one batch: a task
+listing a large table streams it rather than holding its share whole."""
+
 
 def listing_batch(rows: Iterable[tuple[str, str, int]]) -> pa.RecordBatch:
     """(partition, name, size) rows as one batch of the :data:`~hudi_connect.core.executor.contracts.LISTING`
