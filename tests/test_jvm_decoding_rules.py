@@ -86,8 +86,8 @@ def test_records_that_are_not_whole_events_are_named() -> None:
 
 
 def test_auto_decodes_few_cdc_bytes_in_python_and_says_how_few() -> None:
-    reason = too_small_for_jvm(9 << 20)
-    assert reason is not None and "(9.0 MiB, under 16 MiB)" in reason and "schema job" in reason
+    reason = too_small_for_jvm(2 << 20)
+    assert reason is not None and "(2.0 MiB, under 3 MiB)" in reason and "schema job" in reason
     assert too_small_for_jvm(JVM_DECODING_MIN_BYTES - 1) is not None
     assert too_small_for_jvm(JVM_DECODING_MIN_BYTES) is None
     assert too_small_for_jvm(90 << 20) is None

@@ -18,7 +18,9 @@ path a query takes and why.
 
 The JVM path costs a fixed extra job (collecting the writer schemas), so with
 ``avro_decoding="auto"`` it is taken only for enough ``.cdc`` bytes
-(:data:`JVM_DECODING_MIN_BYTES`) that decoding in Python would cost more.
+(:data:`JVM_DECODING_MIN_BYTES`) that decoding in Python would cost more, or where the
+session found the writer schemas of those commits' ``.cdc`` files before (a completed
+commit's files never change): then there is no job, and the JVM path is the faster.
 """
 
 from __future__ import annotations
@@ -53,10 +55,13 @@ AVRO_PRIMITIVES: dict[str, DataType] = {
 WIDENINGS = {("int", LongType()), ("int", DoubleType()), ("float", DoubleType())}
 KEY_TYPES = ("string", "int", "long")
 # Below this many bytes of DATA_BEFORE_AFTER .cdc files, decoding them in Python workers costs less than the
-# JVM path's extra job. Measured on 2 cores (benchmarks/cdc_query.py): Python was faster by 0.30 s at 3.6 MiB
-# of .cdc files and by 0.09 s at 11 MiB, the JVM by 0.57 s at 36 MiB; the lines cross near 14 MiB. (More
-# cores decode more in parallel in Python, and the crossing moves up: this errs towards the JVM.)
-JVM_DECODING_MIN_BYTES = 16 << 20
+# JVM path with its extra job, the one that finds the files' writer schemas. Measured on 2 cores, a repeated
+# query (benchmarks/cdc_query.py's tables, 2026-11-26): Python 0.45 s, the JVM with the job 0.58 s at 0.7 MiB;
+# 0.60 and 0.61 s at 3.6 MiB; 1.23 and 0.99 s at 10.8 MiB. Once the session knows the writer schemas (kept
+# per commit and file), the JVM path runs no job and was as fast or faster at every size (0.39, 0.44 and 0.88 s),
+# so at a tie this picks the JVM: the session's next queries of those commits gain. (More cores decode more in
+# parallel in Python and move the crossing up.)
+JVM_DECODING_MIN_BYTES = 3 << 20
 
 _availability: weakref.WeakKeyDictionary[SparkSession, bool] = weakref.WeakKeyDictionary()
 
@@ -76,8 +81,8 @@ class DecodingChoice:
 
 
 def too_small_for_jvm(cdc_bytes: int) -> str | None:
-    """Why ``auto`` decodes ``cdc_bytes`` of DATA_BEFORE_AFTER .cdc files in Python although the JVM could;
-    None when there are enough for the JVM path to pay."""
+    """Why ``auto`` decodes ``cdc_bytes`` of DATA_BEFORE_AFTER .cdc files in Python although the JVM could and
+    must first find their writer schemas; None when there are enough for the JVM path to pay for that job."""
     if cdc_bytes >= JVM_DECODING_MIN_BYTES:
         return None
     return (f"the .cdc files are small ({cdc_bytes / (1 << 20):.1f} MiB, under "

@@ -284,7 +284,7 @@ class ChangeQuery:
                   image_type: StructType, cdc_bytes: int) -> DecodingChoice:
         """Who decodes the DATA_BEFORE_AFTER .cdc records of ``record_rows`` (``cdc_bytes`` of .cdc files):
         the JVM when it can give exactly the Python path's values and, under ``auto``, has enough to decode
-        to pay for its schema job; as ``avro_decoding`` allows."""
+        to pay for its schema job or the session knows the writer schemas already; as ``avro_decoding`` allows."""
         if self._avro_decoding == "python":
             return DecodingChoice("python", "avro_decoding='python' asks for it")
         if not has_spark_avro(self._spark):
@@ -293,13 +293,13 @@ class ChangeQuery:
                     "avro_decoding='jvm' needs Spark's Avro module on the server (spark-avro, e.g. "
                     "org.apache.spark:spark-avro_2.12 for Spark 3.5), and this server has none")
             return DecodingChoice("python", "the server has no spark-avro")
-        small = too_small_for_jvm(cdc_bytes) if self._avro_decoding == "auto" else None
+        keys = [(row.instant, name) for row in record_rows for name in row.cdc_files]
+        known = self._reader.view.known_cdc_schemas(keys)
+        # with the writer schemas known (no job), the JVM path is the faster at every size
+        small = too_small_for_jvm(cdc_bytes) if self._avro_decoding == "auto" and known is None else None
         if small is not None:
             return DecodingChoice("python", small)
-        ship_package(self._spark)
-        found = map_task_rows(self._split_rows(record_rows), CDC_SPLITS.schema, partial(cdc_writer_schemas, config),
-                              WRITER_SCHEMAS_DDL)
-        schemas = tuple(sorted({row.writer_schema for row in found.collect()}))
+        schemas = tuple(sorted(known if known is not None else self._found_writer_schemas(record_rows, config, keys)))
         for schema in schemas:
             reason = unsupported_writer_schema(schema, image_type, config.record_key_fields)
             if reason is not None:
@@ -308,8 +308,20 @@ class ChangeQuery:
                         f"avro_decoding='jvm' cannot decode the .cdc records of {self._base_path} exactly: {reason}; "
                         "avro_decoding='auto' decodes them in Python")
                 return DecodingChoice("python", reason)
+        learned = " (known from an earlier query of these commits: no schema job)" if known is not None else ""
         return DecodingChoice("jvm", f"the server has spark-avro and the images of {len(schemas)} writer "
-                                     "schema(s) are plain primitives", schemas)
+                                     f"schema(s){learned} are plain primitives", schemas)
+
+    def _found_writer_schemas(self, record_rows: list[CdcSplitRow], config: SliceReadConfig,
+                              keys: list[tuple[str, str]]) -> frozenset[str]:
+        """The writer schemas of the .cdc blocks ``record_rows`` read, found by a job and kept in the session for
+        the blocks of those (commit, file) ``keys``: a later query of them runs no such job."""
+        ship_package(self._spark)
+        found = map_task_rows(self._split_rows(record_rows), CDC_SPLITS.schema, partial(cdc_writer_schemas, config),
+                              WRITER_SCHEMAS_DDL)
+        schemas = frozenset(row.writer_schema for row in found.collect())
+        self._reader.view.keep_cdc_schemas(keys, schemas)
+        return schemas
 
     def _events(self, begin: Instant | str, end: Instant | str | None,
                 predicates: Sequence[Expression]) -> tuple[DataFrame, StructType]:

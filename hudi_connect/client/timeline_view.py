@@ -85,6 +85,10 @@ def _parsed_properties(text: str, base: str) -> TableProperties:
     return TableProperties.from_properties(parse_java_properties(text), where=f"the table at {base}")
 
 
+# (instant, .cdc file) keys of writer schemas a session keeps per table (each points to the set one job found)
+MAX_CDC_SCHEMA_KEYS = 200_000
+
+
 @dataclass
 class _ArchiveCache:
     """The archived timeline once read, shared by a view and its pinned copies."""
@@ -109,6 +113,9 @@ class _TableState:
     # every data file a listing through the metadata table gave at a timeline (up to remote_files.MAX_BATCHED_FILES),
     # and where it came from ("metadata", or "storage" where the metadata table had not caught up)
     metadata_files: tuple[Timeline, str, tuple[StoredFile, ...]] | None = None
+    # the writer schemas of the .cdc blocks a commit wrote, by (instant, .cdc file): what a change query's schema
+    # job found for the rows it read (the set found for all of them, shared: see TimelineView.keep_cdc_schemas)
+    cdc_schemas: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
 
 class _SessionTables:
@@ -256,6 +263,28 @@ class TimelineView:
         """Keep a caller's whole, unpruned listing through the metadata table at ``timeline`` (at most
         :data:`~hudi_connect.client.remote_files.MAX_BATCHED_FILES` files, all from ``source``) for later reads."""
         self._state.metadata_files = (timeline, source, files)
+
+    def known_cdc_schemas(self, keys: Iterable[tuple[str, str]]) -> frozenset[str] | None:
+        """The writer schemas of the .cdc blocks of each (commit instant, .cdc file) in ``keys``, if all were
+        found before (:meth:`keep_cdc_schemas`), else None. A completed commit's blocks never change."""
+        known = self._state.cdc_schemas
+        found: set[str] = set()
+        for key in keys:
+            schemas = known.get(key)
+            if schemas is None:
+                return None
+            found |= schemas
+        return frozenset(found)
+
+    def keep_cdc_schemas(self, keys: Iterable[tuple[str, str]], schemas: frozenset[str]) -> None:
+        """Keep ``schemas``, the writer schemas found in the .cdc blocks of ``keys`` together, for each key: a
+        superset of one key's own, which only widens what a decoder is prepared for (and a schema it cannot
+        decode exactly sends the query to Python's decoder). At most :data:`MAX_CDC_SCHEMA_KEYS` keys are kept."""
+        known = self._state.cdc_schemas
+        keys = list(keys)
+        if len(known) + len(keys) > MAX_CDC_SCHEMA_KEYS:
+            known.clear()
+        known.update(dict.fromkeys(keys[:MAX_CDC_SCHEMA_KEYS], schemas))
 
     def _timeline_names(self) -> frozenset[str] | None:
         """The instant file names in the timeline directory, as the server's driver lists them (an analysis
