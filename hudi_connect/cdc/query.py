@@ -254,6 +254,9 @@ class ChangeQuery:
                         f"took it ({bound.reason}; Hudi's CDC query fails there too)",
                         earliest_answerable=range_time(earliest[-1], by_completion=props.ranges_by_completion)
                         if earliest else None)
+        # each file group's splits together, in commit order: a task then merges the state between two commits
+        # once (one commit's after state is the next one's before state), not twice
+        splits = sorted(splits, key=lambda split: (split.partition, split.file_id))
         rows = [_split_row(split, slices, timeline, props.cdc_logging_mode) for split in splits]
         whole_events = [split.case is CdcInferenceCase.AS_IS and props.cdc_logging_mode is
                         CdcLoggingMode.DATA_BEFORE_AFTER for split in splits]

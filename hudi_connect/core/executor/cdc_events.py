@@ -39,13 +39,27 @@ def event_schema(record: pa.Schema) -> pa.Schema:
     ])
 
 
-def _state(config: SliceReadConfig, row: dict[str, Any], side: str) -> pa.Table:
-    """The merged records of the split's file group on one side of the commit."""
-    if not row[f"has_{side}"]:
-        return config.output_schema.empty_table()
-    valid = dataclasses.replace(config.valid_instants, completed=frozenset(row[f"{side}_valid"] or ()))
-    side_config = dataclasses.replace(config, valid_instants=valid)
-    return read_slice(side_config, row["partition"], row[f"{side}_base"], list(row[f"{side}_logs"] or ()))
+class _FileGroupStates:
+    """The last file-group state a task merged, kept for the next split: one commit's after state is the next
+    commit's before state where both splits read the same slice (consecutive commits to one file group, which
+    the planner sends to a task in commit order), so it is read and merged once, not twice. One state is held."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._table: pa.Table | None = None
+
+    def state(self, config: SliceReadConfig, row: dict[str, Any], side: str) -> pa.Table:
+        """The merged records of the split's file group on one side of the commit."""
+        if not row[f"has_{side}"]:
+            return config.output_schema.empty_table()
+        valid = frozenset(row[f"{side}_valid"] or ())
+        key = (row["partition"], row[f"{side}_base"], tuple(row[f"{side}_logs"] or ()), valid)
+        if key != self._key or self._table is None:
+            side_config = dataclasses.replace(
+                config, valid_instants=dataclasses.replace(config.valid_instants, completed=valid))
+            self._table = read_slice(side_config, row["partition"], row[f"{side}_base"], list(key[2]))
+            self._key = key
+        return self._table
 
 
 def images(table: pa.Table, schema: pa.Schema) -> pa.StructArray:
@@ -75,7 +89,7 @@ def _batch(config: SliceReadConfig, row: dict[str, Any], ops: pa.Array, keys: pa
     )
 
 
-def as_is_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch:
+def as_is_events(config: SliceReadConfig, row: dict[str, Any], states: _FileGroupStates) -> pa.RecordBatch:
     """AS_IS splits whose ``.cdc`` files hold the before images: no merge of the old slice."""
     image_type = pa.struct(list(config.output_schema))
     records = cdc_records(config, list(row["cdc_files"]), row["instant"])
@@ -85,18 +99,19 @@ def as_is_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch
     if row["cdc_mode"] == "DATA_BEFORE_AFTER":
         ops, keys, befores, afters = before_after_events(config, records)
     else:
-        after = _state(config, row, "after")
+        after = states.state(config, row, "after")
         ops, keys, befores, afters = before_only_events(records, images(after, config.output_schema),
                                                         record_keys(after, config))
     return _batch(config, row, ops, keys, aligned_images(befores, image_type), aligned_images(afters, image_type))
 
 
-def split_events(config: SliceReadConfig, row: dict[str, Any]) -> pa.RecordBatch:
+def split_events(config: SliceReadConfig, row: dict[str, Any], states: _FileGroupStates) -> pa.RecordBatch:
     """Set operations on record keys in Arrow; records stay columnar throughout."""
     if row["cdc_files"]:
-        return as_is_events(config, row)
+        return as_is_events(config, row, states)
     schema = config.output_schema
-    before, after = _state(config, row, "before"), _state(config, row, "after")
+    before = states.state(config, row, "before")  # before ``after``: it may be the last split's after state
+    after = states.state(config, row, "after")
     before_keys, after_keys = record_keys(before, config), record_keys(after, config)
     if COMMIT_TIME_COLUMN in after.column_names:
         written = pc.equal(after[COMMIT_TIME_COLUMN], row["instant"])
@@ -132,6 +147,7 @@ def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_key
 def change_events(config: SliceReadConfig, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: rows of the :data:`~hudi_connect.core.executor.contracts.CDC_SPLITS` contract in (by column
     name), rows of :func:`event_schema` out."""
+    states = _FileGroupStates()
     for batch in batches:
         for row in batch.to_pylist():
-            yield split_events(config, row)
+            yield split_events(config, row, states)
