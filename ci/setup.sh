@@ -4,6 +4,7 @@
 # the Connect token interceptor, MinIO and fake-gcs-server built from Go, Azurite from npm, PostgreSQL from apt).
 # Idempotent; everything is cached in $HUDI_CONNECT_CACHE (~/.cache/hudi-connect).
 # Usage: ci/setup.sh [component ...]   (default: all of jars interceptor server-python minio postgres storage-servers)
+#        ci/setup.sh --python-only      (the Python environment alone: ci/test.sh provisions beside its lint)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${HUDI_CONNECT_CACHE:-$HOME/.cache/hudi-connect}"
@@ -29,4 +30,5 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 say "installing hudi-connect and its test dependencies into $VENV"
 "$VENV/bin/pip" install -q --progress-bar off -c ci/constraints-spark35.txt -e ./hudi_connect_stack -e ".[dev]"  # the ranges, pinned
+[ "${1:-}" = --python-only ] && exit 0
 "$VENV/bin/python" -m hudi_connect_stack.provision "$@"

@@ -9,8 +9,9 @@
 #      (podman's Docker API when no Docker engine answers), running a slice of the end-to-end suite: the
 #      smoke tests, CDC against Hudi's, the reverse streamer, and the JVM client (with
 #      --full, also the COW/MOR model, Hudi's tables and the fixture tables on GCS, Azure and HDFS servers in containers).
-# Legs 2 and 3 are set up (the Spark 4 client and server, podman and the images) in the background while
-# leg 1 runs: that work waits on downloads and the disk more than on the CPU.
+# What waits on downloads runs beside what needs the CPU: the stack is provisioned while the lint and the unit
+# tests run; legs 2 and 3 are set up (the Spark 4 client and server, podman and the images) in the background
+# while leg 1's integration suite runs; then legs 2 and 3 run side by side, their output printed after them.
 #
 # Tiers: CI (`.ci/run`, this script without --full) runs a representative slice of every kind of test, so that
 # every feature, storage and table type is touched once; `--full` runs everything (the README's table "The tiers,
@@ -65,9 +66,48 @@ case "${1:-}" in
 esac
 has_leg() { [[ " ${legs[*]} " == *" $1 "* ]]; }
 
-bash ci/setup.sh
-say "set-up of leg 1 took $(since "$start")"
+# the Python environment first: the lint and the unit tests need nothing else, so they run while the stack's
+# components are provisioned (its lanes wait mostly on the network: Maven, pip, Go's module downloads)
+bash ci/setup.sh --python-only
 logs=$(mktemp -d -t hudi-connect-setup-XXXXXX)
+"$VENV/bin/python" -m hudi_connect_stack.provision >"$logs/provision.log" 2>&1 &
+provision_pid=$!
+status=0
+run_pytest() {  # python, then pytest arguments; a run that collects nothing is a failure too
+  local code=0
+  "$@" || code=$?
+  if [ "$code" -eq 5 ]; then
+    say "pytest collected no tests: that is a failure" >&2
+    code=1
+  fi
+  [ "$code" -eq 0 ] || status=1
+}
+
+lint_start=$(date +%s)
+lint() {
+  "$VENV/bin/ruff" check hudi_connect hudi_connect_stack tests integration benchmarks &&
+  "$VENV/bin/mypy" hudi_connect hudi_connect_stack/src/hudi_connect_stack &&
+  "$VENV/bin/lint-imports" &&  # the layers of ARCHITECTURE.md
+  "$VENV/bin/interrogate" hudi_connect &&  # docstring coverage of the library, 100% ([tool.interrogate])
+  "$VENV/bin/python" -W error -m pdoc -o build/api hudi_connect  # the API reference; any warning fails it
+}
+lint_status=0
+lint || lint_status=$?
+say "lint, types, layers, docstrings and the API reference took $(since "$lint_start")"
+leg1_start=$(date +%s)
+if has_leg spark35 && [ "${#leg1_args[@]}" -eq 0 ]; then
+  say "leg 1: Spark 3.5, the no-server unit tests (beside the provisioning)"
+  run_pytest "$VENV/bin/python" -m pytest -n 2 --durations=10 "${selection[@]}" tests
+  say "the unit tests took $(since "$leg1_start")"
+fi
+if wait "$provision_pid"; then
+  cat "$logs/provision.log" >&2
+else
+  say "provisioning the stack failed; its log:" >&2; cat "$logs/provision.log" >&2; exit 1
+fi
+say "set-up of leg 1 took $(since "$start")"
+[ "$lint_status" -eq 0 ] || { say "the lint failed (above)" >&2; exit "$lint_status"; }
+
 background=()  # "pid:what:log" of each background set-up
 if has_leg spark4; then
   (for line in "${spark4_lines[@]}"; do bash ci/setup-spark4.sh "$line"; done && date +%s >"$logs/spark4.log.done") \
@@ -94,61 +134,52 @@ set_up() {
   done
 }
 
-lint_start=$(date +%s)
-"$VENV/bin/ruff" check hudi_connect hudi_connect_stack tests integration benchmarks
-"$VENV/bin/mypy" hudi_connect hudi_connect_stack/src/hudi_connect_stack
-"$VENV/bin/lint-imports"  # the layers of ARCHITECTURE.md
-"$VENV/bin/interrogate" hudi_connect  # docstring coverage of the library, 100% ([tool.interrogate])
-"$VENV/bin/python" -W error -m pdoc -o build/api hudi_connect  # the API reference; any warning fails it
-say "lint, types, layers, docstrings and the API reference took $(since "$lint_start")"
-
-status=0
-run_pytest() {  # python, then pytest arguments; a run that collects nothing is a failure too
-  local code=0
-  "$@" || code=$?
-  if [ "$code" -eq 5 ]; then
-    say "pytest collected no tests: that is a failure" >&2
-    code=1
-  fi
-  [ "$code" -eq 0 ] || status=1
-}
 if has_leg spark35; then
-  leg_start=$(date +%s)
-  say "leg 1: Spark 3.5"
+  say "leg 1: Spark 3.5, the integration suite"
   if [ "${#leg1_args[@]}" -gt 0 ]; then
     run_pytest "$VENV/bin/python" -m pytest --durations=25 "${selection[@]}" "${leg1_args[@]}"
   else
-    run_pytest "$VENV/bin/python" -m pytest -n 2 --durations=10 "${selection[@]}" tests
-    run_pytest "$VENV/bin/python" -m pytest --durations=25 "${selection[@]}" integration
+    run_pytest "$VENV/bin/python" -m pytest --durations=50 "${selection[@]}" integration
   fi
-  say "leg 1 (Spark 3.5) took $(since "$leg_start")"
+  say "leg 1 (Spark 3.5) took $(since "$leg1_start")"
 fi
-if has_leg spark4; then
-  if set_up "Spark 4"; then
-    for line in "${spark4_lines[@]}"; do
-      leg_start=$(date +%s)
-      say "leg 2: Spark $line, jar-free"
-      run_pytest "$CACHE/venv-spark${line//./}/bin/python" -m pytest --durations=10 \
-        --hudi-connect-spark4-line "$line" integration/test_spark4.py \
-        "integration/test_install_ranges.py::test_installs_beside_the_users_libraries_and_works_with_them[spark4-newest]" \
-        "${leg2_args[@]}"
-      say "leg 2 (Spark $line) took $(since "$leg_start")"
-    done
-  else
-    status=1
-  fi
-fi
-if has_leg containers; then
+leg2() {
+  for line in "${spark4_lines[@]}"; do
+    leg_start=$(date +%s)
+    say "leg 2: Spark $line, jar-free"
+    run_pytest "$CACHE/venv-spark${line//./}/bin/python" -m pytest --durations=10 \
+      --hudi-connect-spark4-line "$line" integration/test_spark4.py \
+      "integration/test_install_ranges.py::test_installs_beside_the_users_libraries_and_works_with_them[spark4-newest]" \
+      "${leg2_args[@]}"
+    say "leg 2 (Spark $line) took $(since "$leg_start")"
+  done
+  return "$status"
+}
+leg3() {
   leg_start=$(date +%s)
   say "leg 3: containers"
-  if set_up "container"; then
-    HUDI_CONNECT_IMAGES=built run_pytest "$VENV/bin/python" -m pytest --durations=10 --hudi-connect-backend docker \
-      -m "not spark4" "${containers[@]}" "${leg3_args[@]}"
-  else
-    status=1
-  fi
+  HUDI_CONNECT_IMAGES=built run_pytest "$VENV/bin/python" -m pytest --durations=10 --hudi-connect-backend docker \
+    -m "not spark4" "${containers[@]}" "${leg3_args[@]}"
   say "leg 3 (containers) took $(since "$leg_start")"
-fi
+  return "$status"
+}
+# Legs 2 and 3 run side by side: each has its own services and run directory, and much of their time waits on
+# pip (the install test), on the container engine or on a JVM's start. Their output follows, leg by leg.
+late_start=$(date +%s)
+late=()  # "pid:log" of each late leg
+for leg in spark4 containers; do
+  has_leg "$leg" || continue
+  # (waited for here: a background job is this shell's child, not a leg's)
+  if [ "$leg" = spark4 ]; then set_up "Spark 4" || { status=1; continue; }; else set_up "container" || { status=1; continue; }; fi
+  if [ "$leg" = spark4 ]; then leg2 >"$logs/leg-$leg.out" 2>&1 & else leg3 >"$logs/leg-$leg.out" 2>&1 & fi
+  late+=("$!:$logs/leg-$leg.out")
+done
+for entry in "${late[@]}"; do
+  IFS=: read -r pid log <<<"$entry"
+  wait "$pid" || status=1
+  cat "$log"
+done
+[ "${#late[@]}" -eq 0 ] || say "the legs after leg 1 (side by side) took $(since "$late_start")"
 rm -rf "$logs"
 total=$(( $(date +%s) - start ))
 say "total ${total}s"
