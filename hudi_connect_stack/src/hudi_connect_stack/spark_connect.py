@@ -78,14 +78,17 @@ def server_jars(flavor: SparkFlavor) -> list[Path]:
         jars.append(provision.ensure_server_plugin_jar())
     if flavor == "hudi-lance":
         jars += provision.jars_of(versions.LANCE_JARS)
+        provision.ensure_jars(versions.LANCE_ARROW_JARS)  # not --jars: the driver's class path names them
     return [*jars, provision.ensure_interceptor_jar()]
 
 
 def driver_class_path(flavor: SparkFlavor) -> str | None:
-    """Jars that must come before Spark's own: Lance's Arrow 18 (Spark 3.5 ships Arrow 12)."""
+    """Jars that must come before Spark's own: Lance's Arrow 18 (Spark 3.5 ships Arrow 12), as their cache
+    directory's wildcard (the JVM expands it), so that rendering a server's settings does no I/O:
+    :func:`server_jars` resolves them."""
     if flavor != "hudi-lance":
         return None
-    return ":".join(str(jar) for jar in provision.jars_of(versions.LANCE_ARROW_JARS))
+    return f"{provision.jar_dir(versions.LANCE_ARROW_JARS)}/*"
 
 
 def s3a_confs(minio: MinioEndpoint) -> dict[str, str]:
