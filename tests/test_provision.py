@@ -25,6 +25,18 @@ def test_pom_excludes_transitive_dependencies_unless_asked() -> None:
     assert root.findtext("m:artifactId", namespaces=NS) == "jars-x"
 
 
+def test_a_jar_sets_pom_copies_its_jars_beside_itself_and_a_reactor_lists_the_sets() -> None:
+    root = ET.fromstring(provision.render_pom(JarSet("x", (MavenArtifact("g", "a", "1"),))))
+    plugin = root.find("m:build/m:plugins/m:plugin", NS)
+    assert plugin is not None
+    coordinates = [plugin.findtext(f"m:{name}", namespaces=NS) for name in ("groupId", "artifactId", "version")]
+    assert ":".join(c or "" for c in coordinates) == versions.MAVEN_DEPENDENCY_PLUGIN
+    assert plugin.findtext("m:configuration/m:outputDirectory", namespaces=NS) == "${project.basedir}"
+    reactor = ET.fromstring(provision.render_reactor_pom(["../a.partial", "../b.partial"]))
+    assert [m.text for m in reactor.findall("m:modules/m:module", NS)] == ["../a.partial", "../b.partial"]
+    assert reactor.findtext("m:packaging", namespaces=NS) == "pom"
+
+
 def test_every_pinned_jar_set_renders_valid_xml() -> None:
     for jar_set in versions.ALL_JAR_SETS:
         root = ET.fromstring(provision.render_pom(jar_set))

@@ -109,6 +109,7 @@ def render_pom(jar_set: JarSet) -> str:
             + f"{exclusions}</dependency>"
         )
     body = "\n".join(dependencies)
+    plugin_group, plugin, plugin_version = versions.MAVEN_DEPENDENCY_PLUGIN.split(":")
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
@@ -118,6 +119,27 @@ def render_pom(jar_set: JarSet) -> str:
         "  <version>0</version>\n"
         "  <packaging>pom</packaging>\n"
         f"  <dependencies>\n{body}\n  </dependencies>\n"
+        # copy-dependencies puts the jars beside this POM: each set's own directory in one Maven run of many
+        f"  <build><plugins><plugin><groupId>{plugin_group}</groupId><artifactId>{plugin}</artifactId>"
+        f"<version>{plugin_version}</version><configuration><outputDirectory>${{project.basedir}}</outputDirectory>"
+        "<includeScope>runtime</includeScope></configuration></plugin></plugins></build>\n"
+        "</project>\n"
+    )
+
+
+def render_reactor_pom(modules: Sequence[str]) -> str:
+    """An aggregator POM over jar sets' POMs (``modules``: their directories, relative to it): Maven resolves
+    them in one run, side by side (``-T``), rather than one JVM start and one download after another."""
+    listed = "\n".join(f"    <module>{escape(module)}</module>" for module in modules)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>hudi-connect.provision</groupId>\n"
+        "  <artifactId>jar-sets</artifactId>\n"
+        "  <version>0</version>\n"
+        "  <packaging>pom</packaging>\n"
+        f"  <modules>\n{listed}\n  </modules>\n"
         "</project>\n"
     )
 
@@ -136,32 +158,49 @@ def jar_dir(jar_set: JarSet) -> Path:
 
 def ensure_jars(jar_set: JarSet) -> Path:
     """Resolve a jar set from Maven Central into its cache directory; returns the directory."""
-    target = jar_dir(jar_set)
-    pom = render_pom(jar_set)
-    digest = spec_digest(pom)
-    marker = target / ".complete"
-    if _marker_matches(marker, digest):
-        return target
+    ensure_jar_sets([jar_set])
+    return jar_dir(jar_set)
+
+
+def ensure_jar_sets(jar_sets: Sequence[JarSet]) -> None:
+    """Resolve the jar sets not yet in the cache, in one Maven run (a reactor of their POMs, built side by side)."""
+    wanted: dict[str, tuple[JarSet, str]] = {}
+    for jar_set in jar_sets:
+        digest = spec_digest(render_pom(jar_set))
+        if not _marker_matches(jar_dir(jar_set) / ".complete", digest):
+            wanted[jar_set.name] = (jar_set, digest)
+    if not wanted:
+        return
     mvn = require_tool("mvn")
-    progress(f"resolving jars '{jar_set.name}' ({len(jar_set.artifacts)} artifacts) with Maven")
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    (staging / "pom.xml").write_text(pom)
-    command = [
-        mvn, "-B", "-ntp", "-f", str(staging / "pom.xml"),
-        f"{versions.MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
-        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-    ]
-    run_checked(command, what=f"Maven resolution of jar set '{jar_set.name}'")
-    (staging / "pom.xml").unlink()
-    missing = [a.jar_name for a in jar_set.artifacts if not (staging / a.jar_name).is_file()]
-    if missing:
-        raise ProvisioningError(f"Maven finished but these jars are missing: {', '.join(missing)}")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    marker.write_text(digest)
-    return target
+    sets = list(wanted.values())
+    names = ", ".join(f"'{s.name}'" for s, _ in sets)
+    progress(f"resolving jars {names} ({sum(len(s.artifacts) for s, _ in sets)} artifacts) with Maven")
+    stagings = [jar_dir(s).with_name(s.name + ".partial") for s, _ in sets]
+    for (jar_set, _), staging in zip(sets, stagings, strict=True):
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        (staging / "pom.xml").write_text(render_pom(jar_set))
+    reactor = cache_dir() / "jars" / f"reactor-{os.getpid()}"
+    shutil.rmtree(reactor, ignore_errors=True)
+    reactor.mkdir(parents=True)
+    (reactor / "pom.xml").write_text(render_reactor_pom([f"../{staging.name}" for staging in stagings]))
+    command = [mvn, "-B", "-ntp", "-T", "4", "-f", str(reactor / "pom.xml"),
+               f"{versions.MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies"]
+    try:
+        run_checked(command, what=f"Maven resolution of jar sets {names}")
+    finally:
+        shutil.rmtree(reactor, ignore_errors=True)
+    for (jar_set, digest), staging in zip(sets, stagings, strict=True):
+        (staging / "pom.xml").unlink()
+        shutil.rmtree(staging / "target", ignore_errors=True)
+        missing = [a.jar_name for a in jar_set.artifacts if not (staging / a.jar_name).is_file()]
+        if missing:
+            raise ProvisioningError(f"Maven finished but these jars of '{jar_set.name}' are missing: "
+                                    f"{', '.join(missing)}")
+        target = jar_dir(jar_set)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        (target / ".complete").write_text(digest)
 
 
 def jars_of(jar_set: JarSet) -> list[Path]:
@@ -498,14 +537,13 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
     lines = [line for name, line in versions.SPARK4_LINES.items() if f"spark-{name}" in components]
 
     def maven() -> None:
-        if "jars" in components:
-            for jar_set in versions.ALL_JAR_SETS:
-                ensure_jars(jar_set)
+        jar_sets = [*(versions.ALL_JAR_SETS if "jars" in components else ()), *(line.jars for line in lines)]
+        if "interceptor" in components:
+            jar_sets.append(versions.SPARK_CONNECT_JARS)
+        ensure_jar_sets(jar_sets)  # one Maven run
         if "interceptor" in components:
             ensure_interceptor_jar()
             ensure_server_plugin_jar()
-        for line in lines:
-            ensure_jars(line.jars)
 
     def apt() -> None:
         if "postgres" in components:
@@ -521,8 +559,15 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
     if "storage-servers" in components:  # beside MinIO's build: its module downloads overlap that build
         lanes += [ensure_fake_gcs_server, ensure_azurite]
     lanes += [functools.partial(ensure_spark4_server, line) for line in lines]
+
+    def timed(lane: Callable[[], object]) -> None:  # each lane's time: the slowest is what a cold set-up waits for
+        lane_started = time.monotonic()
+        lane()
+        name = getattr(lane, "__name__", None) or getattr(getattr(lane, "func", None), "__name__", "a lane")
+        progress(f"lane {name} done in {time.monotonic() - lane_started:.0f}s")
+
     with ThreadPoolExecutor(len(lanes)) as pool:
-        outcomes = [pool.submit(lane) for lane in lanes]
+        outcomes = [pool.submit(timed, lane) for lane in lanes]
     errors = [error for outcome in outcomes if (error := outcome.exception()) is not None]
     if errors:
         if len(errors) == 1:
