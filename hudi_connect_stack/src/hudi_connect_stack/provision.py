@@ -330,7 +330,9 @@ def _go_install(module: str, version: str, name: str, *, note: str = "") -> Path
     env = dict(os.environ, GOBIN=str(binary.parent), GOPATH=str(cache_dir() / "go"), GOFLAGS="-modcacherw",
                CGO_ENABLED="0")
     binary.parent.mkdir(parents=True, exist_ok=True)
-    run_checked([go, "install", f"{module}@{version}"], what=f"go install of {name}", env=env)
+    # -s -w: no symbol table or DWARF, which the Go linker spends much of a cold build's link on; nobody
+    # debugs these emulators
+    run_checked([go, "install", "-ldflags=-s -w", f"{module}@{version}"], what=f"go install of {name}", env=env)
     marker.write_text(version)
     return binary
 
