@@ -83,13 +83,15 @@ def phases_timed(spent: dict[str, float]) -> Iterator[None]:
 
 
 def job_lines(ui_port: int, after: int) -> list[str]:
-    """The server's jobs after ``after``: their description and duration from the status API."""
+    """The server's jobs after ``after``, in order: from submission to completion (waiting for task slots
+    included: a full export's count runs beside its write) and their tasks, from the status API. (Connect names
+    every job after its session, so names say nothing here.)"""
     time.sleep(1)  # the status API learns of a job's end from Spark's listener bus, a moment later
     lines = []
     for job in (j for j in jobs(ui_port) if j["jobId"] > after):
         started, ended = job.get("submissionTime"), job.get("completionTime")
         seconds = (_instant(ended) - _instant(started)) if started and ended else float("nan")
-        lines.append(f"{seconds:5.2f} s  {job['numTasks']:3d} tasks  {job['name'][:70]}")
+        lines.append(f"{seconds:5.2f} s  {job['numTasks']:3d} tasks")
     return lines
 
 
