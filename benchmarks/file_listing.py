@@ -2,13 +2,16 @@
 through the metadata table and by listing storage (plain server, no Hudi jar), against Hudi's
 own metadata-table-backed listing (Hudi server).
 
-    python benchmarks/file_listing.py [--sizes 1k,10k] [--latency-ms 20] [--repeat 3]
+    python benchmarks/file_listing.py [--sizes 1k,10k] [--latency-ms 20] [--repeat 3] [--direct]
 
 For each size (files) it writes, through Hudi with the metadata table on, a COW
 table on MinIO with that many base files, ten per partition: one bulk insert whose
 input has ten Spark partitions each holding rows of every table partition (sorted
 within each, so one writer is open at a time), then two small upserts so the
-metadata table has log blocks too. Both servers reach MinIO through
+metadata table has log blocks too. With ``--direct`` the table is made as ``scale.py`` makes its own (files
+written directly in Hudi's layout beside one Hudi bulk insert, then Hudi's upserts build the metadata table) on
+local disk, then copied to MinIO: minutes at 100k files, where Hudi writes some 14 files a second to MinIO on
+two cores. Both servers reach MinIO through
 :class:`latency_proxy.LatencyProxy`, which adds ``--latency-ms`` to every request
 (none while the table is written). Then it times, interleaved after a warm-up:
 
@@ -30,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow.fs as pafs
+from hudi_connect_stack.endpoints import MinioEndpoint
 from hudi_connect_stack.minio import create_bucket, start_minio
 from latency_proxy import LatencyProxy
 from pyspark.sql import SparkSession
@@ -60,6 +65,22 @@ def write_table(hudi: SparkSession, path: str, files: int) -> None:
         table.upsert(data.where(F.col("id") % 97 == commit).withColumn("ts", F.lit(commit + 2).cast("long")))
 
 
+def write_table_directly(hudi: SparkSession, endpoint: MinioEndpoint, bucket: str, key: str, files: int) -> None:
+    """The table as ``scale.py`` makes it, on local disk, then copied to ``s3a://bucket/key`` (no latency)."""
+    from scale import build_table  # its direct writes: one-row base files in Hudi's layout
+
+    local = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-direct-"))
+    try:
+        build_table(hudi, str(local / "table"), files, FILES_PER_PARTITION, commits=2)
+        s3 = pafs.S3FileSystem(access_key=endpoint.access_key, secret_key=endpoint.secret_key,
+                               endpoint_override=endpoint.endpoint_url.split("://", 1)[1], scheme="http",
+                               region=endpoint.region)
+        pafs.copy_files(str(local / "table"), f"{bucket}/{key}", source_filesystem=pafs.LocalFileSystem(),
+                        destination_filesystem=s3, use_threads=True)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+
+
 def base_files(index: FileIndex) -> frozenset[str]:
     return frozenset(s.base_file.name for snapshot in index.list_files_at() for s in snapshot.file_slices
                      if s.base_file is not None)
@@ -70,6 +91,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=sizes, default=sizes("1k,10k"), help="base files, comma-separated")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="added to every request to MinIO")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--direct", action="store_true", help="make each table as scale.py does, then copy it")
     args = parser.parse_args()
     minio_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-minio-"))
     minio = start_minio(minio_dir)
@@ -86,7 +108,10 @@ def main() -> None:
                 path = f"s3a://bench/listing_{files}"
                 proxy.delay = 0.0
                 begin = time.perf_counter()
-                write_table(hudi, path, files)
+                if args.direct:
+                    write_table_directly(hudi, endpoint, "bench", f"listing_{files}", files)
+                else:
+                    write_table(hudi, path, files)
                 print(f"\n{files} files: wrote the table in {time.perf_counter() - begin:.0f}s", flush=True)
                 proxy.delay = args.latency_ms / 1000
                 requests: dict[str, int] = {}  # the requests to MinIO of each side's last run
