@@ -138,7 +138,7 @@ def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_
     context = BatchContext("raw-precompute", 1, properties.name, path, properties.record_key_fields, None,
                            end.requested_time, end.completion_time or end.requested_time, True)
     records_dir = str(run_dir / f"kafka_records_{rows}")
-    KafkaSink(bootstrap, "unused").records(full_batch(plain, path, properties, end), context) \
+    KafkaSink(bootstrap, "unused").records(full_batch(plain, path, properties, end)[0], context) \
         .write.mode("overwrite").parquet(records_dir)
 
     def run_once(stream: ReverseStream) -> Callable[[], int]:

@@ -276,6 +276,6 @@ def test_postgres_never_applies_an_older_batch_over_a_newer(
         return BatchContext("fenced", sequence, props.name, local_base_path, props.record_key_fields, None,
                             end.requested_time, end.completion_time or "", True)
 
-    sink.write(full_batch(spark, local_base_path, props, newer_end), context(2, newer_end))
-    sink.write(full_batch(spark, local_base_path, props, older_end), context(1, older_end))  # late and stale
+    sink.write(full_batch(spark, local_base_path, props, newer_end)[0], context(2, newer_end))
+    sink.write(full_batch(spark, local_base_path, props, older_end)[0], context(1, older_end))  # late and stale
     assert postgres_rows(postgres_dsn, sink.table) == history.state

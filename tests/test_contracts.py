@@ -1,4 +1,4 @@
-"""The client-worker row contracts (issue #34): each defined once, its DDL derived from its Arrow schema."""
+"""The client-worker row contracts (issue #34): each defined once, its Spark schema derived from its Arrow schema."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pytest
 
+from hudi_connect.client.task_rows import declared_schema, spark_schema
 from hudi_connect.core.executor.contracts import (
     CDC_SPLITS,
     LISTING,
@@ -43,7 +44,9 @@ def test_each_contract_round_trips_its_rows_and_declares_its_columns_to_spark() 
     for contract, rows, ddl in cases:
         batch = contract.batch(rows)
         assert batch.schema == contract.schema and list(contract.rows(batch)) == rows
-        assert contract.ddl == ddl
+        declared = spark_schema(contract.schema)  # what a plan declares for mapInArrow, made on the client
+        assert ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in declared.fields) == ddl
+        assert declared_schema(contract.schema) is None  # as task rows: the server reads it from the Arrow data
         assert contract.batch([]).num_rows == 0
 
 
@@ -59,3 +62,12 @@ def test_a_contract_whose_row_and_schema_disagree_is_refused() -> None:
 def test_a_listing_batch_is_sorted_by_partition_and_name() -> None:
     batch = listing_batch([("p=b", "x", 1), ("p=a", "z", 2), ("p=a", "y", 3)])
     assert [r.name for r in LISTING.rows(batch)] == ["y", "z", "x"]
+
+
+def test_task_rows_declare_a_schema_only_where_arrow_types_map_to_spark_in_more_than_one_way() -> None:
+    plain = pa.schema([("a", pa.string()), ("b", pa.list_(pa.int64())), ("c", pa.struct([("d", pa.bool_())]))])
+    assert declared_schema(plain) is None
+    # a timestamp without a zone is TIMESTAMP_NTZ to the server and TIMESTAMP to pyspark's converter by default
+    stamped = pa.schema([("a", pa.string()), ("t", pa.timestamp("us"))])
+    declared = declared_schema(stamped)
+    assert declared is not None and '"t"' in declared

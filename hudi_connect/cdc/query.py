@@ -33,6 +33,7 @@ from hudi_connect.cdc.jvm_decoding import (
 )
 from hudi_connect.cdc.spark_changes import DeduplicationMode, check_options, spark_change_rows
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.result_rows import result_rows
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.client.timeline_view import TimelineView
@@ -46,7 +47,7 @@ from hudi_connect.core.errors import (
 )
 from hudi_connect.core.executor.cdc_as_is import (
     RECORD_BYTES_SCHEMA,
-    WRITER_SCHEMAS_DDL,
+    WRITER_SCHEMAS,
     cdc_record_bytes,
     cdc_writer_schemas,
 )
@@ -273,8 +274,9 @@ class ChangeQuery:
         """The files of the splits' file groups, from a storage listing of their partitions, streamed."""
         index = self._reader.index
         keep = dataclasses.replace(index.partition_filter(schema, None), paths=frozenset(touched_partitions(splits)))
-        rows = index.storage_listing(keep, fan_out=index.view.files_over_limit).toLocalIterator()
-        return touched_files((StoredFile(r.partition, r.name, r.size) for r in rows), splits)
+        listing = index.storage_listing(keep, fan_out=index.view.files_over_limit)
+        return touched_files((StoredFile(*values) for values in result_rows(listing, ("partition", "name", "size"))),
+                             splits)
 
     def _split_rows(self, rows: list[CdcSplitRow]) -> DataFrame:
         """``rows`` as a DataFrame sliced as Spark slices a local relation: one task per core of the server,
@@ -321,7 +323,7 @@ class ChangeQuery:
         the blocks of those (commit, file) ``keys``: a later query of them runs no such job."""
         ship_package(self._spark)
         found = map_task_rows(self._split_rows(record_rows), CDC_SPLITS.schema, partial(cdc_writer_schemas, config),
-                              WRITER_SCHEMAS_DDL)
+                              WRITER_SCHEMAS)
         schemas = frozenset(row.writer_schema for row in found.collect())
         self._reader.view.keep_cdc_schemas(keys, schemas)
         return schemas

@@ -23,7 +23,7 @@ from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.task_rows import map_task_rows, task_rows
 from hudi_connect.core.executor.object_store import (
     OPS_SCHEMA,
-    RESULTS_DDL,
+    RESULTS_SCHEMA,
     StorageOp,
     StorageResult,
     execute_ops,
@@ -155,7 +155,7 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[Stora
         location_of(op.uri)  # a storage the workers have no client for is refused before any job runs
     ship_package(spark)
     request = ops_request(ops)
-    rows = map_task_rows(task_rows(spark, [(request,)], OPS_SCHEMA), OPS_SCHEMA, execute_ops, RESULTS_DDL).collect()
+    rows = map_task_rows(task_rows(spark, [(request,)], OPS_SCHEMA), OPS_SCHEMA, execute_ops, RESULTS_SCHEMA).collect()
     decoded = json.loads(next(row.result for row in rows if row.result is not None))
     contents: list[list[tuple[str, bytes]]] = [[] for _ in decoded]
     for row in rows:

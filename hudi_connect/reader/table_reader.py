@@ -23,15 +23,15 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import map_task_rows, task_rows
+from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantError, UnsupportedOperationError
-from hudi_connect.core.executor.contracts import SLICES, SliceRow
+from hudi_connect.core.executor.contracts import LISTING, SLICES, SliceRow
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.core.executor.storage import join
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import Expression
-from hudi_connect.core.format.fs_view import BlockValidity, FileSlice, StoredFile, valid_block_instants
+from hudi_connect.core.format.fs_view import BlockValidity, FileSlice, StoredFile, recorded_rows, valid_block_instants
 from hudi_connect.core.format.history_bounds import first_pending_write
 from hudi_connect.core.format.internal_schema import (
     ColumnRenames,
@@ -80,6 +80,8 @@ class ReadPlan:
     type_changes: tuple[TypeChange, ...] = ()  # older files hold some columns in another type
     column_renames: ColumnRenames = ()  # schema on read: older files name some columns differently
     slice_rows: DataFrame | None = None  # the slices, made on the executors (when ``slices`` is None)
+    # the rows the read returns, as the commits that wrote its base files recorded them (where asked and known)
+    recorded_rows: int | None = None
 
     @property
     def base_files(self) -> int:
@@ -139,7 +141,7 @@ class TableReader:
         ship_package(self._spark)
         rows = (
             task_rows(self._spark, [(self._base_path,)], BASE_URI_SCHEMA)
-            .mapInArrow(list_table_files, "partition string, name string, size long")
+            .mapInArrow(list_table_files, spark_schema(LISTING.schema))
             .collect()
         )
         return [StoredFile(r.partition, r.name, r.size) for r in rows]
@@ -288,14 +290,19 @@ class TableReader:
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
               predicates: Sequence[Expression] = (), *, read_optimized: bool = False,
               time_travel: bool = False, following: bool = False,
-              listed: tuple[Timeline, tuple[StoredFile, ...] | None] | None = None) -> tuple[DataFrame, ReadPlan]:
-        """A read planned on one timeline (``listed``: the timeline and files its caller's checks used)."""
+              listed: tuple[Timeline, tuple[StoredFile, ...] | None] | None = None,
+              count_rows: bool = False) -> tuple[DataFrame, ReadPlan]:
+        """A read planned on one timeline (``listed``: the timeline and files its caller's checks used;
+        ``count_rows``: the plan's ``recorded_rows`` where the write stats tell them)."""
         timeline, files = listed if listed is not None else self.index.timeline_and_files()
         metadata = self.view.commit_metadata(list(timeline.write_commits()))
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         if time_travel and as_of is not None:
             self._check_time_travel(timeline, as_of, following=following)
         plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files, read_optimized=read_optimized)
+        if count_rows and plan.slices is not None and not predicates and commits_in_range is None \
+                and IS_DELETED_COLUMN not in plan.schema.fieldNames():  # a base file may hold rows marked deleted
+            plan = dataclasses.replace(plan, recorded_rows=recorded_rows(plan.slices, metadata))
         return self._execute(plan, timeline, as_of), plan
 
     def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> None:
@@ -340,11 +347,13 @@ class TableReader:
         return self._read(requested, predicates=predicates, time_travel=True)[0]
 
     @over_connect("planning a read")
-    def as_of_completed(self, instant: Instant) -> DataFrame:
+    def as_of_completed(self, instant: Instant) -> tuple[DataFrame, ReadPlan]:
         """The table as of a commit its caller saw completed, for a reader following the timeline in
         completion order (the reverse streamer): a write still pending before it is read once it completes,
-        so only the cleaner's bound is checked, not the first pending write."""
-        return self._read(instant.requested_time, time_travel=True, following=True)[0]
+        so only the cleaner's bound is checked, not the first pending write. With its plan: the read's schema
+        (asking the server would cost a round trip and the plan's analysis) and, where the write stats tell
+        it, how many rows it returns (counting them would cost a job)."""
+        return self._read(instant.requested_time, time_travel=True, following=True, count_rows=True)
 
     @over_connect("planning an incremental read")
     def incremental(self, begin: Instant | str, end: Instant | str | None = None,

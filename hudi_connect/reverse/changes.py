@@ -54,17 +54,18 @@ def record_key_column(properties: TableProperties, columns: list[str]) -> Column
 
 
 def full_batch(spark: SparkSession, base_path: str, properties: TableProperties, end: Instant,
-               view: TimelineView | None = None) -> DataFrame:
-    """Every record of the table as of ``end``, as 'r' events (``view``: the timeline the caller read)."""
-    snapshot = TableReader(spark, base_path, view).as_of_completed(end)
-    schema = snapshot.schema  # asked once: each schema question is a round trip to the server
+               view: TimelineView | None = None) -> tuple[DataFrame, int | None]:
+    """Every record of the table as of ``end``, as 'r' events (``view``: the timeline the caller read), and
+    how many there are where the commits' write stats tell it (else None: the batch must be counted)."""
+    snapshot, plan = TableReader(spark, base_path, view).as_of_completed(end)
+    schema = plan.schema
     data = [f for f in schema.fields if f.name not in META_COLUMNS]
     return snapshot.select(
         F.lit("r").alias("op"), record_key_column(properties, schema.fieldNames()).alias("record_key"),
         F.lit(end.requested_time).alias("commit_time"), F.lit(end.completion_time).alias("completion_time"),
         F.lit(None).cast(StructType(data)).alias("before"),
         F.struct(*(F.col(f.name) for f in data)).alias("after"),
-    )
+    ), plan.recorded_rows
 
 
 def change_batch(spark: SparkSession, base_path: str, begin: str, end: Instant, mode: StreamMode,

@@ -190,12 +190,15 @@ class ReverseStream:
                                end.completion_time or end.requested_time, begin is None or self.mode == "latest")
         # the batch is planned on the timeline listed above, with the commit metadata this stream has read
         view = self._view.pinned(timeline, files)
+        known_records = None  # a full read's count, where the write stats of its base files tell it
         try:
-            batch = (full_batch(self._spark, self._base_path, self._properties, end, view) if begin is None
-                     else change_batch(self._spark, self._base_path, begin, end, self.mode, view))
+            if begin is None:
+                batch, known_records = full_batch(self._spark, self._base_path, self._properties, end, view)
+            else:
+                batch = change_batch(self._spark, self._base_path, begin, end, self.mode, view)
         except HistoryUnavailableError as error:
             raise _behind_history(self.name, error) from error
-        records, cache_released = self._send(batch, context)
+        records, cache_released = self._send(batch, context, known_records)
         new = current.successor("batch", end, begin=begin, records=records,
                                 sinks=tuple(s.describe() for s in self.sinks))
         self.checkpoints.advance(current, new)
@@ -233,11 +236,13 @@ class ReverseStream:
                         return commit
         return None
 
-    def _send(self, batch: DataFrame, context: BatchContext) -> tuple[int, Callable[[], None]]:
+    def _send(self, batch: DataFrame, context: BatchContext,
+              known_records: int | None = None) -> tuple[int, Callable[[], None]]:
         """The batch sent to every sink: its record count, and a wait for its cache to be released."""
         # A change batch is costly to compute: cached, it is counted, then sent to every sink. A full read
         # for one sink is computed by the sink's write alone, and counted meanwhile (its count prunes every
-        # column, down to Parquet footers for base files).
+        # column, down to Parquet footers for base files) unless the commits' write stats tell the count: a
+        # count job beside the write takes task slots from it.
         if len(self.sinks) > 1 or context.begin_completion_time is not None:
             batch = batch.persist()
             try:
@@ -254,6 +259,11 @@ class ReverseStream:
             release = threading.Thread(target=batch.unpersist, name=f"{self.name}-release", daemon=True)
             release.start()
             return records, release.join
+        if known_records is not None:
+            self._progress(f"batch {context.sequence}: writing a full read of {known_records} records to "
+                           f"{self.sinks[0].describe()}")
+            self.sinks[0].write(batch, context)
+            return known_records, lambda: None
         with ThreadPoolExecutor(max_workers=1) as pool:
             counted = pool.submit(batch.count)
             self._progress(f"batch {context.sequence}: writing a full read to {self.sinks[0].describe()}")

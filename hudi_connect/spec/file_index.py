@@ -6,7 +6,7 @@
 
 Listing runs on the executors, which drop pruned partitions before anything
 reaches the client and send the rest sorted by partition; the client streams
-them (``toLocalIterator``) and keeps one partition's files at a time, so its
+them (``client/result_rows.py``) and keeps one partition's files at a time, so its
 memory stays bounded however many files the table has. Files are pruned by
 column statistics only where that is sound: a slice is dropped when the
 statistics of every one of its files exclude the predicate (footers cover base
@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from functools import partial, reduce
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.remote_files import MAX_BATCHED_FILES
+from hudi_connect.client.result_rows import result_rows
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import map_task_rows, task_rows
+from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.core.executor.contracts import GROUPED_FILES, LISTING, LISTING_PARTS, MATCHES, SLICES
 from hudi_connect.core.executor.listing import (
@@ -105,6 +106,9 @@ class _ListedFile:
     size: int
     source: str = "storage"
     may_match: bool = True
+
+
+_LISTED_COLUMNS = ("partition", "name", "size", "source", "may_match")  # _ListedFile's, by name in the plan
 
 
 def conjunction(predicates: Sequence[Expression]) -> Expression | None:
@@ -217,20 +221,20 @@ class FileIndex:
         if self._metadata_has("files"):
             return map_task_rows(self._one_task(), BASE_URI_SCHEMA,
                                  partial(list_through_metadata, self._metadata_source(timeline), keep),
-                                 f"{LISTING.ddl}, source string")
+                                 LISTING.schema.append(pa.field("source", pa.string())))
         return self.storage_listing(keep, fan_out=fan_out)
 
     def storage_listing(self, keep: PartitionFilter, *, fan_out: bool = False) -> DataFrame:
         """(partition, name, size, source) of every file in kept partitions, hidden log files included, from a
         storage listing, as a Spark plan sorted by partition (see :meth:`listing`)."""
         if not fan_out:
-            storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.ddl)
+            storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.schema)
             return storage.withColumn("source", F.lit("storage"))
-        top = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_top_level, keep), LISTING_PARTS.ddl)
+        top = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_top_level, keep), LISTING_PARTS.schema)
         # round-robin, so that the directories spread evenly; then one sorted partition again for the client,
         # which builds one partition's file slices at a time (coalesce would pull the listing into one task)
         listed = top.repartition(FAN_OUT_TASKS).mapInArrow(partial(list_subtrees, keep, self._base_path),
-                                                           LISTING.ddl)
+                                                           spark_schema(LISTING.schema))
         return listed.repartition(1).sortWithinPartitions("partition", "name").withColumn("source", F.lit("storage"))
 
     def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
@@ -257,21 +261,21 @@ class FileIndex:
             source = self._metadata_source(state.timeline)
             ship_package(self._spark)
             matches = map_task_rows(task_rows(self._spark, stats_shards(), STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
-                                    partial(match_by_metadata_stats, source, predicate, columns), MATCHES.ddl)
+                                    partial(match_by_metadata_stats, source, predicate, columns), MATCHES.schema)
             # a file's statistics of two columns may sit in two file groups (Hudi places each record by its
             # whole key), each judged alone: the file may match only if every one allows it
             matches = matches.groupBy("name").agg(F.min("may_match").alias("may_match"))
         else:
             config = StatsConfig(self._base_path, predicate, columns)
             matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
-                       .mapInArrow(partial(match_by_footer, config), MATCHES.ddl))
+                       .mapInArrow(partial(match_by_footer, config), spark_schema(MATCHES.schema)))
         # file names are unique in a table (file id, write token, instant)
         joined = (files.join(matches.drop("partition"), ["name"], "left")
                   .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))
         # sorted again after the join, in one partition: no range-partitioning job as orderBy would run
         return joined.coalesce(1).sortWithinPartitions("partition", "name")
 
-    def _keeping(self, rows: Iterable[Row], timeline: Timeline) -> Iterator[Row]:
+    def _keeping(self, rows: Iterable[_ListedFile], timeline: Timeline) -> Iterator[_ListedFile]:
         """``rows`` of a whole listing through the metadata table, kept in the view for the next read at the same
         timeline once all were seen, unless there are more than a batched listing's limit (then streamed only)."""
         kept: list[StoredFile] | None = []
@@ -300,16 +304,17 @@ class FileIndex:
         predicate = conjunction(predicates)
         keep = self.partition_filter(state.definition.schema, predicate)
         listed = self.listing(keep, state.timeline, fan_out=state.files is None and self.view.files_over_limit)
-        grouped = self._with_stats(listed, state, predicate).mapInArrow(file_groups_of_listing, GROUPED_FILES.ddl)
+        grouped = self._with_stats(listed, state, predicate).mapInArrow(file_groups_of_listing,
+                                                                        spark_schema(GROUPED_FILES.schema))
         slicing = ListingSlicing(self.slice_choice(state, predicate, as_of), touched, base_only)
         return (grouped.repartition(tasks, "partition", "file_id").sortWithinPartitions("partition", "file_id")
-                .mapInArrow(partial(slices_of_listing, slicing), SLICES.ddl))
+                .mapInArrow(partial(slices_of_listing, slicing), spark_schema(SLICES.schema)))
 
     def _slices_by_partition(self, state: TableState, predicates: Sequence[Expression],
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
         keep = self.partition_filter(state.definition.schema, predicate)
-        rows: Iterable[_ListedFile | Row]
+        rows: Iterable[_ListedFile]
         whole_metadata_listing = predicate is None and self._metadata_has("files")
         kept_listing = self.view.cached_metadata_files(state.timeline) if whole_metadata_listing else None
         if state.files is not None and not self._stats_columns(state, predicate):
@@ -321,8 +326,8 @@ class FileIndex:
         else:
             # no listing in hand: beyond the batched listing's limit, or never listed (statistics to join)
             large = state.files is None and self.view.files_over_limit
-            rows = self._with_stats(self.listing(keep, state.timeline, fan_out=large), state,
-                                    predicate).toLocalIterator()
+            listed = self._with_stats(self.listing(keep, state.timeline, fan_out=large), state, predicate)
+            rows = (_ListedFile(*values) for values in result_rows(listed, _LISTED_COLUMNS))
             if whole_metadata_listing:
                 rows = self._keeping(rows, state.timeline)
         choice = self.slice_choice(state, predicate, as_of)

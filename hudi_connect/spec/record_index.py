@@ -68,7 +68,7 @@ class RecordIndex:
             return {}
         source = self._caught_up_source()
         key_rows = task_rows(self._spark, [(k,) for k in wanted], KEYS_SCHEMA).coalesce(1)
-        rows = map_task_rows(key_rows, KEYS_SCHEMA, partial(locate, source), LOCATIONS.ddl).collect()
+        rows = map_task_rows(key_rows, KEYS_SCHEMA, partial(locate, source), LOCATIONS.schema).collect()
         found = {r.record_key: RecordLocation(r.partition, r.file_id, r.instant_millis) for r in rows}
         return {key: found.get(key) for key in wanted}
 

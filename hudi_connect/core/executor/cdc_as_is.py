@@ -35,7 +35,7 @@ from hudi_connect.core.format.schema_evolution import promote
 Events = tuple[pa.Array, pa.Array, pa.StructArray, pa.StructArray]  # ops, record keys, before, after images
 
 
-WRITER_SCHEMAS_DDL = "writer_schema string"
+WRITER_SCHEMAS = pa.schema([("writer_schema", pa.string())])  # the distinct writer schemas of a task's blocks
 # One undecoded .cdc record per row, with the split's times and the index of its block's writer schema
 RECORD_BYTES_SCHEMA = pa.schema([("ts_ms", pa.string()), ("completion_time", pa.string()),
                                  ("writer_schema", pa.int32()), ("record", pa.binary())])
@@ -72,7 +72,7 @@ def cdc_writer_schemas(config: SliceReadConfig, batches: Iterable[pa.RecordBatch
     for batch in batches:
         found = {_writer_schema(block) for row in batch.to_pylist()
                  for block in _cdc_blocks(config, list(row["cdc_files"]), row["instant"])}
-        yield pa.RecordBatch.from_arrays([pa.array(sorted(found), pa.string())], names=["writer_schema"])
+        yield pa.RecordBatch.from_arrays([pa.array(sorted(found), pa.string())], schema=WRITER_SCHEMAS)
 
 
 @worker_body

@@ -1,9 +1,10 @@
 """The rows passed between the client's plans and the workers, each defined once (issue #34).
 
-A contract is a NamedTuple (what one row holds, by name) and the Arrow schema of its columns; the Spark DDL
-string a plan declares for ``mapInArrow`` is derived from that schema, so the client and the workers cannot
-disagree on a column's name, order or type. The client builds rows with the NamedTuple and declares
-``contract.ddl``; a worker reads ``contract.rows(batch)`` and writes ``contract.batch(rows)``.
+A contract is a NamedTuple (what one row holds, by name) and the Arrow schema of its columns; the Spark schema
+a plan declares for ``mapInArrow`` is derived from that schema on the client
+(:func:`hudi_connect.client.task_rows.spark_schema`), so the client and the workers cannot disagree on a
+column's name, order or type. The client builds rows with the NamedTuple and declares ``contract.schema``; a
+worker reads ``contract.rows(batch)`` and writes ``contract.batch(rows)``.
 
 Example::
 
@@ -21,16 +22,6 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import pyarrow as pa
 
 R = TypeVar("R", bound=tuple[Any, ...])
-
-_SPARK_TYPES = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.bool_(): "boolean",
-                pa.binary(): "binary"}
-
-
-def _spark_type(arrow_type: pa.DataType) -> str:
-    if pa.types.is_list(arrow_type):
-        return f"array<{_spark_type(arrow_type.value_type)}>"
-    return _SPARK_TYPES[arrow_type]
-
 
 def rows_batch(rows: Iterable[tuple[object, ...]], schema: pa.Schema) -> pa.RecordBatch:
     """Tuples of ``schema``'s fields, in its order, as one Arrow batch of it."""
@@ -50,11 +41,6 @@ class RowContract(Generic[R]):
         fields = getattr(self.row, "_fields", ())
         if tuple(fields) != tuple(self.schema.names):
             raise TypeError(f"{self.row.__name__}'s fields {fields} are not the schema's {self.schema.names}")
-
-    @property
-    def ddl(self) -> str:
-        """The Spark DDL of the columns, as ``mapInArrow`` declares its output."""
-        return ", ".join(f"{f.name} {_spark_type(f.type)}" for f in self.schema)
 
     def batch(self, rows: Iterable[R]) -> pa.RecordBatch:
         """``rows`` as one Arrow batch of the schema."""

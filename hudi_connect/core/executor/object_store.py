@@ -44,7 +44,6 @@ OPS_SCHEMA = pa.schema([("op", pa.string())])  # one row: the JSON list of ops
 # (``op``: that op's index in the request), each its own batch.
 RESULTS_SCHEMA = pa.schema([("result", pa.string()), ("op", pa.int32()), ("name", pa.string()),
                             ("content", pa.binary())])
-RESULTS_DDL = "result string, op int, name string, content binary"
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,9 @@ class BatchFence:
     end_completion_time: str
 
 
+APPLIED = pa.schema([("upserted", pa.int64()), ("deleted", pa.int64())])  # what apply_batch returns
+
+
 @worker_body
 def apply_batch(connection: Connection, statements: MergeStatements, fence: BatchFence,
                 batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -116,7 +119,7 @@ def apply_batch(connection: Connection, statements: MergeStatements, fence: Batc
         if not session.run(ADVANCE_PROGRESS, stream_name=fence.stream, target_table=statements.target,
                            batch_sequence=fence.sequence, batch_end=fence.end_completion_time):
             session.run("ROLLBACK")
-            yield pa.RecordBatch.from_pydict({"upserted": [-1], "deleted": [-1]})
+            yield pa.RecordBatch.from_pydict({"upserted": [-1], "deleted": [-1]}, schema=APPLIED)
             return
         for sql, rows in ((statements.delete, deletes), (statements.upsert, upserts)):
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
@@ -124,4 +127,4 @@ def apply_batch(connection: Connection, statements: MergeStatements, fence: Batc
         session.run("COMMIT")
     finally:
         session.close()  # without COMMIT, PostgreSQL rolls the transaction back
-    yield pa.RecordBatch.from_pydict({"upserted": [len(upserts)], "deleted": [len(deletes)]})
+    yield pa.RecordBatch.from_pydict({"upserted": [len(upserts)], "deleted": [len(deletes)]}, schema=APPLIED)

@@ -179,6 +179,25 @@ def replaced_file_groups(
     )
 
 
+def recorded_rows(slices: Iterable[FileSlice], metadata: Mapping[Instant, CommitMetadata]) -> int | None:
+    """The rows a read of ``slices`` returns, as the commits that wrote their base files recorded them (the
+    ``numWrites`` of each base file's write stat: the whole file's records, as Hudi's CDC inference reads it
+    too); None where that is not known: a slice with log files (merging decides), or a base file no write stat
+    of ``metadata`` names (its commit archived, say)."""
+    written = {(meta_instant.requested_time, stat.partition_path, stat.path.rsplit("/", 1)[-1]): stat.num_writes
+               for meta_instant, meta in metadata.items() for stat in meta.write_stats if not stat.is_log_file}
+    rows = 0
+    for file_slice in slices:
+        base = file_slice.base_file
+        if file_slice.log_files or base is None:
+            return None
+        count = written.get((base.instant_time, file_slice.partition, base.name))
+        if count is None:
+            return None
+        rows += count
+    return rows
+
+
 def file_slices_at(
     files: Iterable[StoredFile],
     timeline: Timeline,
@@ -224,6 +243,8 @@ class SliceChoice:
     def slices(self, files: Iterable[StoredFile], excluded: Set[str] = frozenset()) -> tuple[list[FileSlice], int]:
         """The slices of ``files`` the read takes, and how many more the statistics pruned."""
         slices = self.all_slices(files)
+        if not excluded:  # nothing pruned (no predicate's statistics): a listing of every file
+            return slices, 0
         kept = [s for s in slices if not _excluded(s, excluded) or (self.keep_logged and s.log_files)]
         return kept, len(slices) - len(kept)
 
@@ -245,7 +266,9 @@ class SliceChoice:
 
         slices = []
         for key in sorted(set(bases) | set(logs)):
-            base = max(bases.get(key, []), key=lambda b: b.instant_time, default=None)
+            versions = bases.get(key)
+            base = (versions[0] if len(versions) == 1 else max(versions, key=lambda b: b.instant_time)) \
+                if versions else None
             base_instant = base.instant_time if base else ""
             chosen = []
             for log in logs.get(key, []):

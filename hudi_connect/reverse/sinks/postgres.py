@@ -24,7 +24,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_connect.cdc.query import JSON_OPTIONS
-from hudi_connect.core.executor.postgres import BatchFence, Connection, MergeStatements, apply_batch
+from hudi_connect.client.task_rows import spark_schema
+from hudi_connect.core.executor.postgres import APPLIED, BatchFence, Connection, MergeStatements, apply_batch
 from hudi_connect.reverse.changes import latest_per_key, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
@@ -98,7 +99,7 @@ class PostgresSink:
         try:
             fence = BatchFence(context.stream, context.sequence, context.end_completion_time)
             rows.repartition(1).mapInArrow(partial(apply_batch, self.connection, statements, fence),
-                                           "upserted long, deleted long").collect()
+                                           spark_schema(APPLIED)).collect()
         except PySparkException as error:
             raise sink_failure(self, context, error, "PostgreSQL rolled the batch back",
                                secrets=(self.connection.password,)) from error
