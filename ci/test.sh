@@ -3,7 +3,8 @@
 #   1. Spark 3.5 (the line Hudi's writes run on): the no-server unit tests (two processes), then the
 #      integration suite on the real stack, as local processes.
 #   2. Spark 4.3, jar-free: with a Spark 4 client (pyspark's connect extra, numpy 2), the tests marked `spark4`
-#      on a plain Spark 4.3 server, reading tables the 3.5 Hudi server writes in the same run; among them the
+#      on a plain Spark 4.3 server, reading tables the 3.5 Hudi server writes in the same run (beside leg 1's
+#      suite; alone, with --spark4, at the leg's start); among them the
 #      install test's Spark 4 end, which runs the unit tests beside the newest numpy, pandas and pyarrow.
 #   3. Containers: the same stack as containers (`--hudi-connect-backend docker`) from images built here
 #      (podman's Docker API when no Docker engine answers), running a slice of the end-to-end suite: the
@@ -70,8 +71,26 @@ has_leg() { [[ " ${legs[*]} " == *" $1 "* ]]; }
 # components are provisioned (its lanes wait mostly on the network: Maven, pip, Go's module downloads)
 bash ci/setup.sh --python-only
 logs=$(mktemp -d -t hudi-connect-setup-XXXXXX)
-"$VENV/bin/python" -m hudi_connect_stack.provision >"$logs/provision.log" 2>&1 &
-provision_pid=$!
+# Background work reports its own exit status and end time to "<log>.status", read by `finished`. Bash's `wait`
+# on a job that ended long ago is not reliable: on a machine whose process ids wrap (pid_max 32768) a later child
+# may take the same id, and bash then forgets the ended job ("not a child of this shell"), failing a green set-up.
+in_background() {  # log, then the command; its pid in $background_pid
+  local log=$1; shift
+  ( code=0; "$@" >"$log" 2>&1 || code=$?; echo "$code $(date +%s)" >"$log.status.tmp" && mv "$log.status.tmp" "$log.status" ) &
+  background_pid=$!
+}
+finished() {  # log, pid: waits for the work in_background started; its exit status (1 if it vanished silently)
+  local log=$1 pid=$2
+  until [ -e "$log.status" ]; do
+    if ! kill -0 "$pid" 2>/dev/null; then sleep 1; [ -e "$log.status" ] || return 1; fi
+    sleep 2
+  done
+  wait "$pid" 2>/dev/null || true  # reaped if bash still knows it; its status is the file's
+  return "$(cut -d' ' -f1 "$log.status")"
+}
+ended_at() { cut -d' ' -f2 "$1.status"; }
+in_background "$logs/provision.log" "$VENV/bin/python" -m hudi_connect_stack.provision
+provision_pid=$background_pid
 status=0
 run_pytest() {  # python, then pytest arguments; a run that collects nothing is a failure too
   local code=0
@@ -100,7 +119,7 @@ if has_leg spark35 && [ "${#leg1_args[@]}" -eq 0 ]; then
   run_pytest "$VENV/bin/python" -m pytest -n 2 --durations=10 "${selection[@]}" tests
   say "the unit tests took $(since "$leg1_start")"
 fi
-if wait "$provision_pid"; then
+if finished "$logs/provision.log" "$provision_pid"; then
   cat "$logs/provision.log" >&2
 else
   say "provisioning the stack failed; its log:" >&2; cat "$logs/provision.log" >&2; exit 1
@@ -109,18 +128,20 @@ say "set-up of leg 1 took $(since "$start")"
 [ "$lint_status" -eq 0 ] || { say "the lint failed (above)" >&2; exit "$lint_status"; }
 
 background=()  # "pid:what:log" of each background set-up
+spark4_setup() { local line; for line in "${spark4_lines[@]}"; do bash ci/setup-spark4.sh "$line" || return 1; done; }
+container_setup() {
+  "$VENV/bin/python" -m hudi_connect_stack.provision podman && "$VENV/bin/python" -m hudi_connect_stack.images "${images[@]}"
+}
 if has_leg spark4; then
-  (for line in "${spark4_lines[@]}"; do bash ci/setup-spark4.sh "$line"; done && date +%s >"$logs/spark4.log.done") \
-    >"$logs/spark4.log" 2>&1 &
-  background+=("$!:the Spark 4 leg's set-up:$logs/spark4.log")
+  in_background "$logs/spark4.log" spark4_setup
+  background+=("$background_pid:the Spark 4 leg's set-up:$logs/spark4.log")
 fi
 if has_leg containers; then
   # podman, runc and mmdebstrap (apt) and podman's settings, unless a Docker engine answers; then the stack's
   # own images, even where a registry answers: the public Spark image has no pyarrow for the jar-free reads,
   # and its Python is not the client's
-  ("$VENV/bin/python" -m hudi_connect_stack.provision podman && "$VENV/bin/python" -m hudi_connect_stack.images "${images[@]}" \
-    && date +%s >"$logs/containers.log.done") >"$logs/containers.log" 2>&1 &
-  background+=("$!:the container leg's set-up:$logs/containers.log")
+  in_background "$logs/containers.log" container_setup
+  background+=("$background_pid:the container leg's set-up:$logs/containers.log")
 fi
 # wait for one background set-up; its log when it failed
 set_up() {
@@ -129,11 +150,18 @@ set_up() {
     IFS=: read -r pid what log <<<"$entry"
     [[ "$what" == *"$1"* ]] || continue
     # the time it finished (written by the set-up itself), not when a leg came to wait for it
-    if wait "$pid"; then say "$what had finished $(( $(cat "$log.done") - start ))s after the start"; return 0; fi
+    if finished "$log" "$pid"; then say "$what had finished $(( $(ended_at "$log") - start ))s after the start"; return 0; fi
     say "$what failed; its log ends:" >&2; tail -n 40 "$log" >&2; return 1
   done
 }
 
+if has_leg spark35 && has_leg spark4; then
+  # leg 2's reference tables, written by the 3.5 Hudi server beside leg 1's suite rather than at leg 2's start,
+  # where they kept leg 2 (the longer of the two late legs) waiting some 170 s on a cold machine
+  in_background "$logs/reference.log" "$VENV/bin/python" -m hudi_connect_stack.testing.reference_tables \
+    "$logs/reference"
+  reference_pid=$background_pid
+fi
 if has_leg spark35; then
   say "leg 1: Spark 3.5, the integration suite"
   if [ "${#leg1_args[@]}" -gt 0 ]; then
@@ -144,6 +172,14 @@ if has_leg spark35; then
   say "leg 1 (Spark 3.5) took $(since "$leg1_start")"
 fi
 leg2() {
+  if [ -n "${reference_pid:-}" ]; then
+    if finished "$logs/reference.log" "$reference_pid"; then
+      export HUDI_CONNECT_REFERENCE_TABLES="$logs/reference"
+    else
+      say "writing the reference tables beside leg 1 failed; its log ends:"; tail -n 40 "$logs/reference.log"
+      return 1
+    fi
+  fi
   for line in "${spark4_lines[@]}"; do
     leg_start=$(date +%s)
     say "leg 2: Spark $line, jar-free"
@@ -171,12 +207,12 @@ for leg in spark4 containers; do
   has_leg "$leg" || continue
   # (waited for here: a background job is this shell's child, not a leg's)
   if [ "$leg" = spark4 ]; then set_up "Spark 4" || { status=1; continue; }; else set_up "container" || { status=1; continue; }; fi
-  if [ "$leg" = spark4 ]; then leg2 >"$logs/leg-$leg.out" 2>&1 & else leg3 >"$logs/leg-$leg.out" 2>&1 & fi
-  late+=("$!:$logs/leg-$leg.out")
+  if [ "$leg" = spark4 ]; then in_background "$logs/leg-$leg.out" leg2; else in_background "$logs/leg-$leg.out" leg3; fi
+  late+=("$background_pid:$logs/leg-$leg.out")
 done
 for entry in "${late[@]}"; do
   IFS=: read -r pid log <<<"$entry"
-  wait "$pid" || status=1
+  finished "$log" "$pid" || status=1
   cat "$log"
 done
 [ "${#late[@]}" -eq 0 ] || say "the legs after leg 1 (side by side) took $(since "$late_start")"

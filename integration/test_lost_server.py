@@ -76,8 +76,8 @@ def test_an_unreachable_server_fails_within_the_bound(tmp_path: Path) -> None:
     assert time.monotonic() - started < 2
 
 
-# Under --full: CI's kill suite loses a write during its data and another after its commit, and reads the outcome
-# from the error's write id the same way (``write_outcome``); the streamer's faults lose batches
+# Under --full: CI's kill suite loses a write during its data (its other points under --full) and reads the
+# outcome from the error's write id the same way (``write_outcome``); the streamer's faults lose batches
 @pytest.mark.full
 @pytest.mark.parametrize("moment", ["during the write", "after its commit"])
 def test_write_killed(hudi_victim: KillableServer, plain_spark: SparkSession, local_base_path: str,
