@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -233,25 +234,39 @@ def ensure_server_plugin_jar() -> Path:
 
 
 def _compiled_jar(source: Path, classpath: Sequence[Path], folder: str, jar_name: str, what: str) -> Path:
-    """``source`` compiled against ``classpath`` into a jar in the cache, again only when either changed."""
+    """``source`` compiled against ``classpath`` into a jar in the cache, once per source and class path.
+
+    Each pair has a directory of its own, published whole by a rename: the set-ups of two Spark lines (whose
+    pysparks differ) and servers starting beside them never remove or half-write a jar another process loads
+    (compiling in place, a Spark 4 set-up once removed the Hudi servers' plugin while a 3.5 server started)."""
     digest = spec_digest(source.read_text() + "".join(p.name for p in classpath))
-    target = cache_dir() / folder
+    target = cache_dir() / folder / digest
     jar = target / jar_name
-    marker = target / ".complete"
-    if _marker_matches(marker, digest) and jar.is_file():
+    if jar.is_file():
         return jar
     check_java()
     progress(f"compiling {what}")
-    shutil.rmtree(target, ignore_errors=True)
-    classes = target / "classes"
-    classes.mkdir(parents=True)
-    run_checked(
-        [require_tool("javac"), "--release", "8", "-nowarn", "-cp", os.pathsep.join(str(p) for p in classpath),
-         "-d", str(classes), str(source)],
-        what=f"javac of {what}",
-    )
-    run_checked([require_tool("jar"), "cf", str(jar), "-C", str(classes), "."], what=f"jar of {what}")
-    marker.write_text(digest)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would hide the jar from containers' users mounting the cache
+    try:
+        classes = staging / "classes"
+        classes.mkdir()
+        run_checked(
+            [require_tool("javac"), "--release", "8", "-nowarn", "-cp", os.pathsep.join(str(p) for p in classpath),
+             "-d", str(classes), str(source)],
+            what=f"javac of {what}",
+        )
+        run_checked([require_tool("jar"), "cf", str(staging / jar_name), "-C", str(classes), "."],
+                    what=f"jar of {what}")
+        shutil.rmtree(classes)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not jar.is_file():  # not another process publishing the same jar first
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return jar
 
 
