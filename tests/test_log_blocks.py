@@ -507,6 +507,11 @@ def test_delete_records_unwrap_ordering_values() -> None:
         {"recordKey": "d", "partitionPath": "", "orderingVal": wrapped("TimestampMicrosWrapper", 1_000_001)},
         {"recordKey": "e", "partitionPath": "", "orderingVal": wrapped("DecimalWrapper", decimal.Decimal("1.5"))},
         {"recordKey": "f", "partitionPath": "", "orderingVal": None},
+        # Hudi's natural order is no value or exactly Integer 0 (OrderingValues.isDefault); 0L and 0.0 are values
+        {"recordKey": "g", "partitionPath": "", "orderingVal": wrapped("IntWrapper", 0)},
+        {"recordKey": "h", "partitionPath": "", "orderingVal": wrapped("LongWrapper", 0)},
+        {"recordKey": "i", "partitionPath": "", "orderingVal": wrapped("DoubleWrapper", 0.0)},
+        {"recordKey": "j", "partitionPath": "", "orderingVal": wrapped("IntWrapper", 7)},
     ]
     block = _delete_block(records, _java_delete_list_schema(_WRAPPERS))
     assert delete_records(block) == [
@@ -515,7 +520,11 @@ def test_delete_records_unwrap_ordering_values() -> None:
         DeleteRecord("c", "", datetime.date(1970, 1, 1) + datetime.timedelta(days=19000)),
         DeleteRecord("d", "", datetime.datetime(1970, 1, 1, 0, 0, 1, 1, tzinfo=datetime.UTC)),
         DeleteRecord("e", "", decimal.Decimal("1.500000000000000")),
-        DeleteRecord("f", "", None),
+        DeleteRecord("f", "", None, natural_order=True),
+        DeleteRecord("g", "", 0, natural_order=True),
+        DeleteRecord("h", "", 0),
+        DeleteRecord("i", "", 0.0),
+        DeleteRecord("j", "", 7),
     ]
 
 

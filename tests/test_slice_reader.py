@@ -70,17 +70,21 @@ def _base(rows: list[tuple[str, int]]) -> pa.Table:
 
 
 def test_event_time_ordering_rules() -> None:
-    base = _base([("a", 5), ("b", 5), ("c", 5), ("d", 5), ("e", 5)])
+    base = _base([("a", 5), ("b", 5), ("c", 5), ("d", 5), ("e", 5), ("g", 5), ("h", 1)])
     logs = _logs([
         ("a", 3, 1, False),     # older event: base wins
         ("b", 5, 2, False),     # tie: the later (log) wins
         ("c", None, 3, True),   # natural delete: gone
-        ("d", None, 4, True), ("d", 1, 5, False),  # deleted, then re-inserted with a low ordering value
+        # deleted, then re-inserted with a lower ordering value than the base record's: the late record
+        # replaces the delete, then loses to the base record, which comes back (Hudi 1.2's finalMerge)
+        ("d", None, 4, True), ("d", 1, 5, False),
+        ("g", None, 9, True), ("g", 9, 10, True),  # an ordered delete after a natural one: still natural, gone
+        ("h", None, 11, True), ("h", 2, 12, True), ("h", 3, 13, False),  # then a record: it meets the base
         ("e", 9, 6, True),      # delete with a greater ordering value: gone
         ("f", 1, 7, False), ("f", 0, 8, False),    # new key: greatest ordering wins
     ])
     merged = {r["v"].split("@")[0]: r["v"] for r in merge_slice(base, logs).to_pylist()}
-    assert merged == {"a": "a@base", "b": "b@2", "d": "d@5", "f": "f@7"}
+    assert merged == {"a": "a@base", "b": "b@2", "d": "d@base", "f": "f@7", "h": "h@13"}
 
 
 def test_commit_time_ordering_takes_the_latest() -> None:

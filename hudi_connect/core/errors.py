@@ -112,9 +112,16 @@ class ConcurrentTableChangeError(HudiConnectError):
     planned, can meet one.
     """
 
-    def __init__(self, path: str, planned_at: str | None, *, listing_removals: Sequence[str] = ()) -> None:
+    def __init__(self, path: str, planned_at: str | None, *, listing_removals: Sequence[str] = (),
+                 removed_since: Sequence[str] = ()) -> None:
         self.path = path
         self.planned_at = planned_at
+        if removed_since:  # executors list a large read's files only when it runs: a removal since may hide some
+            super().__init__(
+                f"{path}: {', '.join(removed_since)} came after the read was planned at instant {planned_at}, and "
+                "may have deleted files of the file slices the read chose when it was planned (its executors list "
+                "the files only as it runs). Nothing was answered; read again to plan on the current timeline")
+            return
         if listing_removals:  # the listing itself could not be made beside the cleaner, however often tried
             super().__init__(
                 f"{path}: each listing of its files ran beside a new clean, rollback or restore "

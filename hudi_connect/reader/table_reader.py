@@ -53,6 +53,7 @@ from hudi_connect.core.format.table_features import (
     check_column_types,
     check_timeline_readable,
     record_key_encoding,
+    string_partition_columns,
 )
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, META_COLUMNS, record_schema
 from hudi_connect.core.format.timeline import Instant, Timeline, range_time, validate_instant_time
@@ -80,6 +81,8 @@ class ReadPlan:
     type_changes: tuple[TypeChange, ...] = ()  # older files hold some columns in another type
     column_renames: ColumnRenames = ()  # schema on read: older files name some columns differently
     slice_rows: DataFrame | None = None  # the slices, made on the executors (when ``slices`` is None)
+    # partition columns Hudi's Spark reader returns as strings of the stored values (a timestamp key generator's)
+    string_columns: tuple[str, ...] = ()
     # the rows the read returns, as the commits that wrote its base files recorded them (where asked and known)
     recorded_rows: int | None = None
 
@@ -183,7 +186,12 @@ class TableReader:
                                 for s in metadata[i].write_stats)
             commit_times = frozenset(i.requested_time for i in commits_in_range)
         spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)  # local-timestamp: ntz
-        plan = ReadPlan(None, arrow_schema, spark_schema, commit_times, tuple(predicates), tuple(changes), renames)
+        strings = tuple(f for f in string_partition_columns(props) if f in arrow_schema.names)
+        plan = ReadPlan(None, arrow_schema, spark_schema, commit_times, tuple(predicates), tuple(changes), renames,
+                        string_columns=strings)
+        # a predicate on a column read as a string compares strings, an order its stored values' statistics
+        # do not keep: such predicates filter rows only
+        predicates = [p for p in predicates if not p.columns() & set(strings)]
         slices = self._client_slices(state, as_of, predicates)
         if slices is None:
             tasks = int(self._spark.conf.get("spark.sql.shuffle.partitions") or "200")
@@ -253,12 +261,14 @@ class TableReader:
             slices_df = task_rows(self._spark, rows, SLICES.schema)
             parts.append(map_task_rows(slices_df, SLICES.schema, partial(read_file_slices, config), plan.schema))
         if not parts:
-            return self._spark.createDataFrame([], plan.schema)
+            return self._kept_rows(self._spark.createDataFrame([], plan.schema), plan)
         return self._kept_rows(reduce(lambda a, b: a.unionByName(b), parts), plan)
 
     @staticmethod
     def _kept_rows(df: DataFrame, plan: ReadPlan) -> DataFrame:
         """The rows of the read's slices the read returns: not deleted, of its commits, matching its predicates."""
+        if plan.string_columns:
+            df = df.withColumns({c: F.col(c).cast("string") for c in plan.string_columns})
         if IS_DELETED_COLUMN in plan.schema.fieldNames():
             df = df.where(~F.coalesce(F.col(IS_DELETED_COLUMN), F.lit(False)))
         if plan.commit_times is not None and COMMIT_TIME_COLUMN in plan.schema.fieldNames():
@@ -392,7 +402,8 @@ class TableReader:
             return snapshot.where(F.col(COMMIT_TIME_COLUMN).isin(times))
         as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
-            return self._spark.createDataFrame([], self._read(None, listed=listed)[1].schema)
+            empty = self._read(None, listed=listed)[1]
+            return self._kept_rows(self._spark.createDataFrame([], empty.schema), empty)
         return self._read(as_of, commits, predicates, listed=listed)[0]
 
     def _beyond_history(self, timeline: Timeline, commits: list[Instant], begin: Instant | str,

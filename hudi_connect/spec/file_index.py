@@ -51,6 +51,7 @@ from hudi_connect.core.executor.metadata_reader import (
 )
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
 from hudi_connect.core.executor.slicing import ListingSlicing, file_groups_of_listing, slices_of_listing
+from hudi_connect.core.executor.storage import join
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import And, Expression
 from hudi_connect.core.format.fs_view import FileSlice, SliceChoice, StoredFile, replaced_file_groups
@@ -306,7 +307,9 @@ class FileIndex:
         listed = self.listing(keep, state.timeline, fan_out=state.files is None and self.view.files_over_limit)
         grouped = self._with_stats(listed, state, predicate).mapInArrow(file_groups_of_listing,
                                                                         spark_schema(GROUPED_FILES.schema))
-        slicing = ListingSlicing(self.slice_choice(state, predicate, as_of), touched, base_only)
+        timeline_dir = self.view.properties.timeline_dir
+        slicing = ListingSlicing(self.slice_choice(state, predicate, as_of), touched, base_only,
+                                 join(self._base_path, ".hoodie", timeline_dir))
         return (grouped.repartition(tasks, "partition", "file_id").sortWithinPartitions("partition", "file_id")
                 .mapInArrow(partial(slices_of_listing, slicing), spark_schema(SLICES.schema)))
 

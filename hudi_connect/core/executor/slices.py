@@ -158,9 +158,8 @@ def _read_logs(config: SliceReadConfig, partition: str, blocks: list[LogBlock], 
             seq += records.num_rows
         elif block.block_type is LogBlockType.DELETE:
             for record in delete_records(block):
-                natural = record.ordering_value in (None, 0)
                 delete_keys.append(record.record_key)
-                delete_ords.append(None if natural else record.ordering_value)
+                delete_ords.append(None if record.natural_order else record.ordering_value)
                 delete_seqs.append(seq)
                 seq += 1
     empty = _with_merge_columns(config.output_schema.empty_table(), config, 0, ord_type)

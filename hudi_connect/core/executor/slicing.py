@@ -17,18 +17,37 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from hudi_connect.core.errors import ConcurrentTableChangeError
 from hudi_connect.core.executor.contracts import GROUPED_FILES, SLICES, GroupedFile, SliceRow
 from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.storage import list_directory
 from hudi_connect.core.format.fs_view import FileSlice, SliceChoice, StoredFile, parse_data_file
+from hudi_connect.core.format.timeline import FILE_REMOVING_ACTIONS, parse_instant_file_name
 
 
 @dataclass(frozen=True)
 class ListingSlicing:
-    """How an executor makes a read's slices: the rule, and what the read keeps of them."""
+    """How an executor makes a read's slices: the rule, and what the read keeps of them. ``timeline_uri``: the
+    table's active timeline, checked once per task for a clean, rollback or restore the planning timeline
+    did not have (the listing is made when the read runs; the slices are chosen as of the plan)."""
 
     choice: SliceChoice
     touched: frozenset[tuple[str, str]] | None = None  # incremental reads: the file groups its commits wrote
     base_only: bool = False  # read-optimized: each slice's base file alone
+    timeline_uri: str | None = None
+
+    def check_no_removals_since_planning(self) -> None:
+        """Raises ConcurrentTableChangeError if the timeline now has a file-removing instant the plan's lacks."""
+        if self.timeline_uri is None:
+            return
+        planned = {(i.requested_time, i.action) for i in self.choice.timeline}
+        since = sorted(
+            name for info in list_directory(self.timeline_uri)
+            if (parsed := parse_instant_file_name(name := info.base_name)) is not None
+            and parsed.action in FILE_REMOVING_ACTIONS and (parsed.requested_time, parsed.action) not in planned)
+        if since:
+            raise ConcurrentTableChangeError(self.timeline_uri, self.choice.timeline.planned_at(),
+                                             removed_since=since)
 
 
 @worker_body
@@ -51,7 +70,11 @@ def slices_of_listing(slicing: ListingSlicing, batches: Iterable[pa.RecordBatch]
     """``mapInArrow`` body: grouped files sorted by (partition, file id) in, the read's file slices out. A file
     group's files may span batches: the last group of a batch waits for the next."""
     waiting: list[GroupedFile] = []
+    checked = False
     for batch in batches:
+        if not checked:
+            slicing.check_no_removals_since_planning()
+            checked = True
         files = [*waiting, *GROUPED_FILES.rows(batch)]
         if not files:
             continue

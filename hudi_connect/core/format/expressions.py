@@ -13,16 +13,14 @@ satisfy the predicate (SQL semantics: a comparison with NULL is not satisfied).
 from __future__ import annotations
 
 import datetime as dt
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hudi_connect.core.format.spark_coercion import UNDECIDED, in_mixes_strings, spark_compare, spark_literal
+
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-OPERATORS: Mapping[str, Callable[[Any, Any], Any]] = {
-    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-}
 NEGATED = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
@@ -91,9 +89,13 @@ class Column(Expression):
 
 @dataclass(frozen=True, eq=False, repr=True)
 class Literal(Expression):
-    """A constant value (Hudi's ``Literal``)."""
+    """A constant value (Hudi's ``Literal``); a naive ``datetime`` is the client's local time, as pyspark
+    reads one, and is kept as that instant (:func:`~hudi_connect.core.format.spark_coercion.spark_literal`)."""
 
     value: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", spark_literal(self.value))
 
 
 @dataclass(frozen=True, eq=False, repr=True)
@@ -115,6 +117,9 @@ class In(Expression):
 
     value: Expression
     options: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", tuple(spark_literal(v) for v in self.options))
 
 
 @dataclass(frozen=True, eq=False, repr=True)
@@ -173,8 +178,18 @@ def _expr(value: Any) -> Expression:
     return value if isinstance(value, Expression) else Literal(value)
 
 
-def _year(value: Any) -> int:
+def _year(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return UNKNOWN  # an instant's year is in the session's time zone
     return int(value.year)
+
+
+def _substring(text: str, pos: int, length: int) -> str:
+    """Spark's ``substring``: 1-based, 0 read as 1, a negative ``pos`` counted from the end."""
+    start = pos - 1 if pos > 0 else len(text) + pos if pos < 0 else 0
+    end = start + length
+    start = max(start, 0)
+    return text[start:end] if start < end else ""
 
 
 # name -> (Python evaluation, arity); Spark's equivalents are in spark_columns.py
@@ -183,7 +198,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "upper": lambda s: s.upper(),
     "length": len,
     "abs": abs,
-    "substring": lambda s, pos, length: s[max(pos - 1, 0):max(pos - 1, 0) + length],  # 1-based, like SQL
+    "substring": _substring,
     "year": _year,
 }
 
@@ -211,12 +226,7 @@ def _children(expr: Expression) -> tuple[Expression, ...]:
 
 # --- evaluation on partition values -------------------------------------------------------
 
-class _Unknown:
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
+UNKNOWN: Any = UNDECIDED  # a value not known here, or a comparison whose outcome under Spark's rules is not
 
 
 def evaluate(expr: Expression, row: Mapping[str, Any]) -> Any:
@@ -229,12 +239,12 @@ def evaluate(expr: Expression, row: Mapping[str, Any]) -> Any:
         left, right = evaluate(expr.left, row), evaluate(expr.right, row)
         if left is False or right is False:
             return False
-        return True if left is True and right is True else (None if None in (left, right) else UNKNOWN)
+        return True if left is True and right is True else _null_or_unknown(left, right)
     if isinstance(expr, Or):
         left, right = evaluate(expr.left, row), evaluate(expr.right, row)
         if left is True or right is True:
             return True
-        return False if left is False and right is False else (None if None in (left, right) else UNKNOWN)
+        return False if left is False and right is False else _null_or_unknown(left, right)
     if isinstance(expr, Not):
         value = evaluate(expr.value, row)
         return value if value is UNKNOWN or value is None else not value
@@ -246,31 +256,34 @@ def evaluate(expr: Expression, row: Mapping[str, Any]) -> Any:
         return UNKNOWN
     if any(v is None for v in values):
         return None
-    try:
-        if isinstance(expr, Comparison):
-            return _compare(expr.op, values[0], values[1])
-        if isinstance(expr, In):
-            return values[0] in expr.options
-        if isinstance(expr, Function):
+    if isinstance(expr, Comparison):
+        return spark_compare(expr.op, values[0], values[1])
+    if isinstance(expr, In):
+        return _is_in(values[0], expr.options)
+    if isinstance(expr, Function):
+        try:
             return FUNCTIONS[expr.name](*values)
-    except TypeError:
-        return UNKNOWN  # values of types that do not compare: no conclusion
+        except (TypeError, AttributeError):
+            return UNKNOWN  # a function of a value Spark would cast first: no conclusion
     raise TypeError(f"not an expression: {expr!r}")
 
 
-def _compare(op: str, a: Any, b: Any) -> bool:
-    a, b = _comparable(a, b)
-    return bool(OPERATORS[op](a, b))
+def _null_or_unknown(left: Any, right: Any) -> Any:
+    """What AND/OR give when neither side decides: NULL only if no side is unknown (an unknown side may be
+    the value that decides, and NOT of the result would then differ)."""
+    return UNKNOWN if UNKNOWN in (left, right) else None
 
 
-def _comparable(a: Any, b: Any) -> tuple[Any, Any]:
-    """Dates against timestamps, as Spark compares them (the date at midnight)."""
-    if isinstance(a, dt.datetime) != isinstance(b, dt.datetime) and isinstance(a, dt.date) and isinstance(b, dt.date):
-        a = a if isinstance(a, dt.datetime) else dt.datetime.combine(a, dt.time())
-        b = b if isinstance(b, dt.datetime) else dt.datetime.combine(b, dt.time())
-    if isinstance(a, dt.datetime) and isinstance(b, dt.datetime) and (a.tzinfo is None) != (b.tzinfo is None):
-        a, b = a.replace(tzinfo=None), b.replace(tzinfo=None)
-    return a, b
+def _is_in(value: Any, options: tuple[Any, ...]) -> Any:
+    """SQL's ``value IN options``: true on a match, else NULL if an option is NULL, else false."""
+    if any(in_mixes_strings(value, option) for option in options):
+        return UNKNOWN
+    answers = [spark_compare("=", value, option) for option in options if option is not None]
+    if True in answers:
+        return True
+    if any(a is UNKNOWN for a in answers):
+        return UNKNOWN
+    return None if None in options else False
 
 
 def partition_may_match(expr: Expression, values: Mapping[str, Any]) -> bool:
@@ -320,7 +333,10 @@ def stats_may_match(expr: Expression, stats: Mapping[str, ColumnRange]) -> bool:
         nulls = stats[expr.value.name].null_count
         return nulls is None or nulls > 0
     if isinstance(expr, In) and isinstance(expr.value, Column) and expr.value.name in stats:
-        return any(_range_may_match("=", stats[expr.value.name], v) for v in expr.options if v is not None)
+        column = stats[expr.value.name]
+        if any(in_mixes_strings(bound, v) for v in expr.options for bound in (column.min_value, column.max_value)):
+            return True
+        return any(_range_may_match("=", column, v) for v in expr.options if v is not None)
     if isinstance(expr, Comparison):
         if isinstance(expr.left, Column) and isinstance(expr.right, Literal) and expr.left.name in stats:
             return _range_may_match(expr.op, stats[expr.left.name], expr.right.value)
@@ -348,14 +364,17 @@ def _range_may_match(op: str, stats: ColumnRange, value: Any) -> bool:
     if value is None or stats.all_null:
         return False  # comparisons with NULL hold for no row
     low, high = stats.min_value, stats.max_value
-    try:
-        if op == "=":
-            return (low is None or not _compare("<", value, low)) and (high is None or not _compare(">", value, high))
-        if op == "!=":
-            single = low is not None and high is not None and _compare("=", low, value) and _compare("=", high, value)
-            return not single
-        if op in ("<", "<="):
-            return low is None or _compare(op, low, value)
-        return high is None or _compare(op, high, value)
-    except TypeError:
-        return True
+    if (isinstance(low, str) or isinstance(high, str)) and not isinstance(value, str):
+        return True  # Spark casts each string to the literal's type, an order its minimum and maximum do not keep
+    if op == "=":
+        return not _certain("<", value, low) and not _certain(">", value, high)
+    if op == "!=":
+        return not (_certain("=", low, value) and _certain("=", high, value))
+    if op in ("<", "<="):
+        return low is None or spark_compare(op, low, value) is not False
+    return high is None or spark_compare(op, high, value) is not False
+
+
+def _certain(op: str, a: Any, b: Any) -> bool:
+    """Whether ``a op b`` surely holds under Spark's rules (a missing bound proves nothing)."""
+    return a is not None and b is not None and spark_compare(op, a, b) is True

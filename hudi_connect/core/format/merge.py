@@ -6,8 +6,11 @@ deletes, in order. Hudi's merge modes (``RecordMergeMode``):
 - ``EVENT_TIME_ORDERING``: per key, the record with the greatest ordering
   value wins; on a tie the later one (log over base, later block over earlier).
   A delete carrying no ordering value ("natural" order, as Hudi writes for
-  deletes by key) removes the key whatever came before it; a record logged
-  after it brings the key back.
+  deletes by key) removes the key whatever came before it, the base record
+  included; a record logged after it replaces it and then meets the base
+  record by ordering value like any other (so a late record after a natural
+  delete loses to a newer base record, which comes back: Hudi's
+  ``EventTimeRecordMerger`` and ``FileGroupRecordBuffer`` do exactly this).
 - ``COMMIT_TIME_ORDERING``: the latest record wins.
 
 Imports only pyarrow, so it runs inside Python workers.
@@ -86,10 +89,16 @@ def merge_slice(
         last_natural = natural.group_by(KEY).aggregate([(SEQ, "max")]).rename_columns([KEY, "__hc_nd"])
         events = events.join(last_natural, KEY, join_type="left outer")
         keep = pc.or_kleene(pc.is_null(events["__hc_nd"]), pc.greater_equal(events[SEQ], events["__hc_nd"]))
-        events = events.filter(keep).drop_columns(["__hc_nd"])
-        naturally_deleted = last_natural.select([KEY])
-    else:
-        naturally_deleted = pa.table({KEY: pa.array([], pa.string())})
+        events = events.filter(keep)
+        # an ordered delete after the natural one and before the key's next record is dropped: the key stays
+        # naturally deleted (Hudi's BufferedRecordMergerFactory.deltaMergeDeleteRecord)
+        after = events.filter(pc.and_(pc.equal(events[KIND], DATA), pc.is_valid(events["__hc_nd"])))
+        first_data = after.group_by(KEY).aggregate([(SEQ, "min")]).rename_columns([KEY, "__hc_fd"])
+        events = events.join(first_data, KEY, join_type="left outer")
+        before_data = pc.or_kleene(pc.is_null(events["__hc_fd"]), pc.less(events[SEQ], events["__hc_fd"]))
+        stays_natural = pc.and_kleene(pc.and_kleene(pc.equal(events[KIND], DELETE), pc.is_valid(events["__hc_nd"])),
+                                      before_data)
+        events = events.filter(pc.invert(stays_natural)).drop_columns(["__hc_nd", "__hc_fd"])
 
     if event_time_ordering:
         # Null ordering sorts first, so a natural-delete marker loses to any record after it.
@@ -112,12 +121,11 @@ def merge_slice(
     ])
     joined = base.select([KEY, ORD]).append_column("__hc_row", pa.array(range(base.num_rows), pa.int64()))
     joined = joined.join(decided.rename_columns([KEY, "__hc_log_ord", KIND]), KEY, join_type="left outer")
-    nat = pa.array([True] * naturally_deleted.num_rows, pa.bool_())
-    joined = joined.join(naturally_deleted.append_column("__hc_nat", nat), KEY, join_type="left outer")
     no_log = pc.is_null(joined[KIND])
     if event_time_ordering:
+        # Hudi's finalMerge: the log's winner unless the base record's ordering value is greater; a natural
+        # delete (no ordering value) always wins, and a record logged after it is ordered like any other
         base_newer = pc.fill_null(pc.greater(joined[ORD], joined["__hc_log_ord"]), False)
-        base_newer = pc.and_(base_newer, pc.is_null(joined["__hc_nat"]))
     else:
         base_newer = pa.array([False] * joined.num_rows)
     base_keeps = pc.or_kleene(no_log, base_newer)
@@ -156,8 +164,9 @@ def merge_slice_partial(
     A key's log records fold in arrival order: of the current record and the next, the one with
     the greater ordering value wins (the next on a tie, or always under commit-time ordering) and
     each column it does not set takes the other's value (Hudi's ``partialMerge``: a stale partial
-    update loses whole to a complete record); a record after a delete replaces it; a delete
-    replaces the current record unless that record's ordering value is greater. The folded record
+    update loses whole to a complete record); a record after a natural delete replaces it, one after
+    an ordered delete unless the delete's ordering value is greater; a delete replaces the current
+    record unless that record's ordering value is greater, and never a natural delete. The folded record
     then meets the base record the same way. Meta columns, set by every record, come from the winner.
 
     A sequential fold in Python over row indices (values stay in Arrow): partial updates do not
@@ -195,9 +204,14 @@ def merge_slice_partial(
     folded: dict[str, _PartialState] = {}
     for key, _, row, ordering, is_delete in events:
         state = folded.get(key)
+        if state is not None and state.deleted and state.delete_ordering is not None and ordering is not None \
+                and event_time_ordering and state.delete_ordering > ordering:  # type: ignore[operator]
+            continue  # an ordered delete keeps off what is older than it (deltaMergeDeleteRecord)
         if is_delete:
             if state is not None and not state.deleted and not newer_wins(state.ordering, ordering):
                 continue  # an older delete loses to the current record
+            if state is not None and state.deleted and state.delete_ordering is None:
+                continue  # a natural delete stays one until a record follows it
             folded[key] = _PartialState([None] * len(output_columns), None, True, ordering)
             continue
         incoming = _PartialState([row] * len(output_columns), ordering)

@@ -98,7 +98,8 @@ _UNTYPED = object()
 
 def _typed(raw: str, arrow_type: pa.DataType) -> Any:
     if raw == NULL_PARTITION:
-        return None
+        # Hudi's key generators write an empty string there too: a string partition may hold '' or NULL
+        return _UNTYPED if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) else None
     try:
         if pa.types.is_integer(arrow_type):
             return int(raw)

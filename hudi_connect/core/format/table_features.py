@@ -93,6 +93,7 @@ MERGE_STRATEGY_IDS = {
     "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5": MergeMode.EVENT_TIME_ORDERING,
     "ce9acb64-bde0-424c-9b91-f6ebba25356d": MergeMode.COMMIT_TIME_ORDERING,
 }
+PAYLOAD_BASED = "00000000-0000-0000-0000-000000000000"  # HoodieRecordMerger.PAYLOAD_BASED_MERGE_STRATEGY_UUID
 _PAYLOAD_KEYS = ("hoodie.compaction.payload.class", "hoodie.datasource.write.payload.class")
 _STRATEGY_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.merger.strategy")
 _MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
@@ -145,6 +146,13 @@ def opaque_partition_fields(props: TableProperties) -> frozenset[str]:
     return frozenset()
 
 
+def string_partition_columns(props: TableProperties) -> tuple[str, ...]:
+    """Partition columns Hudi's Spark reader types as strings (of the values in the data files): a timestamp key
+    generator's (``SparkHoodieTableFileIndex`` gives them ``StringType``; hudi-rs keeps the files' type)."""
+    _, _, kind = key_generator(props)
+    return props.partition_fields if kind == "TIMESTAMP" else ()
+
+
 def merge_mode(props: TableProperties) -> tuple[MergeMode | None, TableFeature | None]:
     """The table's merge mode, or the feature that keeps the readers from merging as Hudi would."""
     raw = props.raw
@@ -152,16 +160,21 @@ def merge_mode(props: TableProperties) -> tuple[MergeMode | None, TableFeature |
     payload = _value(raw, *_PAYLOAD_KEYS)
     strategy = _value(raw, *_STRATEGY_KEYS)
     default = MergeMode.EVENT_TIME_ORDERING if props.ordering_fields else MergeMode.COMMIT_TIME_ORDERING
-    if props.version < 9 and payload is not None:
-        # Before version 9 the payload class decides, whatever the mode (CUSTOM for most payloads on
-        # version 8) or the strategy id (0.x's default, or PAYLOAD_BASED) say.
+    payload_decides = props.version < 8 or (
+        props.version == 8 and declared in ("", "CUSTOM") and (strategy is None or strategy[1] == PAYLOAD_BASED))
+    if payload_decides and payload is not None:
+        # Below version 8 the payload class decides, whatever the strategy id (0.x's default) says; on version 8
+        # only where the mode is CUSTOM (or unset) with the payload-based strategy (HoodieReaderContext's
+        # initRecordMerger reads a version-8 table's mode and strategy id as they are)
         name = payload[1].replace("com.uber.hoodie.", "org.apache.hudi.")
         if name not in PAYLOAD_MERGE_MODES:
             return None, TableFeature("a record payload class whose merge is not implemented", payload[0], payload[1])
         return PAYLOAD_MERGE_MODES[name], None
     if declared == "CUSTOM":
-        return None, TableFeature("a custom record merger", "hoodie.record.merge.mode", declared,
-                                  "its merge logic lives in the writer's classes")
+        detail = "its merge logic lives in the writer's classes"
+        if strategy is not None:
+            detail += f" (merge strategy {strategy[1]}, which takes precedence over any payload class)"
+        return None, TableFeature("a custom record merger", "hoodie.record.merge.mode", declared, detail)
     if strategy is not None and strategy[1] not in MERGE_STRATEGY_IDS:
         return None, TableFeature("a record merge strategy of its own", strategy[0], strategy[1])
     if declared:

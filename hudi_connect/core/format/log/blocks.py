@@ -41,6 +41,9 @@ class DeleteRecord:
     record_key: str
     partition_path: str
     ordering_value: object | None
+    # Hudi's "natural order" (``OrderingValues.isDefault``): no ordering value, or exactly the Java Integer 0
+    # (a delete by key carries it); a long 0 or a double 0.0 is an ordering value like any other
+    natural_order: bool = False
 
 
 def _where(block: LogBlock) -> str:
@@ -183,7 +186,7 @@ def delete_records(block: LogBlock) -> list[DeleteRecord]:
     for schema in _delete_record_list_schemas():
         stream = io.BytesIO(payload)
         try:
-            decoded = fastavro.schemaless_reader(stream, schema, None)
+            decoded = fastavro.schemaless_reader(stream, schema, None, return_record_name=True)
         except Exception as error:  # any failure of fastavro on bytes of the other layout or malformed ones
             failures.append(f"{type(error).__name__}: {error}")
             continue
@@ -197,14 +200,23 @@ def delete_records(block: LogBlock) -> list[DeleteRecord]:
 def _delete_record(item: dict[str, Any], where: str) -> DeleteRecord:
     if item["recordKey"] is None:
         raise LogDecodeError(f"{where}: a delete record has no record key")
-    return DeleteRecord(item["recordKey"], item["partitionPath"] or "", _unwrap(item["orderingVal"]))
+    wrapped = item["orderingVal"]
+    values = wrapped if isinstance(wrapped, list) else [wrapped]
+    unwrapped = [_unwrap(v) for v in values]
+    natural = all(v is None or _is_integer_zero(v) for v in values)
+    ordering = unwrapped[0] if len(unwrapped) == 1 else tuple(unwrapped)
+    return DeleteRecord(item["recordKey"], item["partitionPath"] or "", ordering, natural)
+
+
+def _is_integer_zero(wrapped: object) -> bool:
+    return isinstance(wrapped, tuple) and str(wrapped[0]).endswith("IntWrapper") and _unwrap(wrapped) == 0
 
 
 def _unwrap(value: object) -> object | None:
-    """The value inside an ordering value wrapper (``HoodieAvroWrapperUtils.unwrapAvroValueWrapper``)."""
-    if isinstance(value, list):
-        values = [_unwrap(item) for item in value]
-        return values[0] if len(values) == 1 else tuple(values)
+    """The value inside an ordering value wrapper (``HoodieAvroWrapperUtils.unwrapAvroValueWrapper``), read
+    with its wrapper's name (``(name, {"value": v})``)."""
+    if isinstance(value, tuple):
+        value = value[1]
     if isinstance(value, dict):
         unwrapped: object | None = value["value"]
         return unwrapped

@@ -1,0 +1,250 @@
+"""Runs a drawn scenario: writes its history through Hudi's datasource on the Hudi server and, after every
+step, makes its requests of our jar-free reader (the plain server) and of Hudi's own read of the same table.
+
+Each request ends one of four ways: *equal*; *refused* (ours raised an error of ``hudi_connect.core.errors``
+naming what it does not read); *no oracle* (Hudi's own read failed; ours answered); or a *difference*, which
+fails the test. Hudi's read is filtered with pyspark's own column built from the recipe, never through our
+translation of it, so the oracle shares none of our predicate code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from hudi_connect_stack.testing.compare import row_multiset
+from pyspark.errors.exceptions.base import PySparkException
+from pyspark.errors.exceptions.connect import SparkConnectException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudi_connect.core.errors import HistoryUnavailableError, UnsupportedTableFeatureError
+from hudi_connect.core.format.timeline import Instant
+from hudi_connect.reader import TableReader
+from hudi_connect.table.hudi_table import HudiTable
+from integration.differential.scenario import Recipe, Record, Request, Scenario, Service, Shape, Write, ours
+
+IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where a reader found a record, not what it is
+EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+_SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "date": "date", "boolean": "boolean",
+                "none": "string"}
+_PAYLOADS = {"event_time": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+             "commit_time": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
+_MERGE_MODES = {"event_time": "EVENT_TIME_ORDERING", "commit_time": "COMMIT_TIME_ORDERING"}
+# what ours may answer a request with instead of rows: a refusal that names what it does not read
+REFUSALS = (UnsupportedTableFeatureError, HistoryUnavailableError)
+
+
+class HudiWriteFailed(Exception):
+    """Hudi itself failed to write the drawn history: no table to compare on."""
+
+
+@dataclass
+class Outcome:
+    """What a scenario's requests came to."""
+
+    compared: Counter[str] = field(default_factory=Counter)  # "equal", "refused: <class>", "no oracle"
+    differences: list[str] = field(default_factory=list)
+
+    def add(self, other: Outcome) -> None:
+        self.compared.update(other.compared)
+        self.differences += other.differences
+
+
+def schema(shape: Shape) -> str:
+    return (f"key int, part {_SPARK_TYPES[shape.partition_type]}, "
+            f"ts {'int' if shape.ordering_type == 'int' else 'bigint'}, t timestamp, v string, n int, "
+            "_hoodie_is_deleted boolean")
+
+
+def writer_options(shape: Shape) -> dict[str, str]:
+    """Hudi's options for the shape, as a Hudi user sets them."""
+    partitioned = shape.partition_type != "none"
+    options = {
+        "hoodie.table.name": "differential",
+        "hoodie.datasource.write.table.type": shape.table_type,
+        "hoodie.write.table.version": str(shape.version),
+        "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "part" if partitioned else "",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen."
+        + ("SimpleKeyGenerator" if partitioned else "NonpartitionedKeyGenerator"),
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": str(shape.hive_style).lower(),
+        "hoodie.datasource.write.partitionpath.urlencode": str(shape.url_encode).lower(),
+        "hoodie.metadata.enable": str(shape.metadata).lower(),
+        "hoodie.index.type": shape.index,
+        "hoodie.datasource.write.payload.class": _PAYLOADS[shape.merge],
+        "hoodie.clean.automatic": "false",
+        "hoodie.compact.inline": "false",
+    }
+    if shape.version != 6:
+        options["hoodie.record.merge.mode"] = _MERGE_MODES[shape.merge]
+    if shape.column_stats:
+        options["hoodie.metadata.index.column.stats.enable"] = "true"
+    if shape.index == "RECORD_INDEX":
+        options["hoodie.metadata.record.index.enable"] = "true"
+    if shape.index == "BUCKET":
+        options["hoodie.bucket.index.num.buckets"] = "2"
+    return options
+
+
+def _row(record: Record, deleted: bool) -> tuple[Any, ...]:
+    return (record.key, record.part, record.ts, EPOCH + dt.timedelta(minutes=record.t), record.v, record.n, deleted)
+
+
+def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Service) -> None:
+    """One step of the history, through Hudi (its datasource, or its procedures for services)."""
+    try:
+        if isinstance(step, Service):
+            table = HudiTable.open(spark, path)
+            if step.kind == "compact":
+                if table.compaction.schedule() is not None:
+                    table.compaction.run()
+            elif step.kind == "clean":
+                table.clean(retain_commits=1)
+            else:
+                table.cluster()
+            return
+        operation = {"soft_delete": "upsert"}.get(step.operation, step.operation)
+        rows = [_row(r, step.operation == "soft_delete") for r in step.records]
+        spark.createDataFrame(rows, schema(shape)).write.format("hudi").options(**writer_options(shape)) \
+            .option("hoodie.datasource.write.operation", operation).mode("append").save(path)
+    except (SparkConnectException, PySparkException) as error:
+        raise HudiWriteFailed(f"{step}: {str(error).splitlines()[0][:300]}") from error
+
+
+@contextlib.contextmanager
+def client_zone(zone: str | None) -> Iterator[None]:
+    """The client process in time zone ``zone`` (as a user's notebook elsewhere is), None: unchanged."""
+    if zone is None:
+        yield
+        return
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def pyspark_column(recipe: Recipe) -> Column:
+    """The recipe as pyspark's own column (what a user's ``df.where`` on Hudi's read applies)."""
+    kind = recipe[0]
+    if kind == "cmp":
+        column, value = F.col(recipe[2]), recipe[3]
+        return {"=": column == value, "!=": column != value, "<": column < value, "<=": column <= value,
+                ">": column > value, ">=": column >= value}[recipe[1]]
+    if kind == "in":
+        return F.col(recipe[1]).isin(*recipe[2])
+    if kind == "null":
+        return F.col(recipe[1]).isNull()
+    if kind == "not":
+        return ~pyspark_column(recipe[1])
+    parts = [pyspark_column(recipe[1]), pyspark_column(recipe[2])]
+    return reduce(lambda a, b: a & b, parts) if kind == "and" else reduce(lambda a, b: a | b, parts)
+
+
+def _rows(df: DataFrame) -> tuple[dict[str, str], Counter[tuple[Any, ...]]]:
+    columns = sorted(set(df.columns) - IGNORED)
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields if f.name in columns}
+    rows = (r.asDict(recursive=True) for r in df.select(*columns).collect())
+    # Hudi's Spark read shows a string partition's '' as NULL (it takes the value from the path, where Hudi
+    # writes both as __HIVE_DEFAULT_PARTITION__); ours keeps the stored '', as hudi-rs does (a Hudi bug)
+    return types, row_multiset(({**r, "part": None if r.get("part") == "" else r.get("part")} for r in rows), columns)
+
+
+def _pair(plain: SparkSession, table: HudiTable, request: Request,
+          commits: list[Instant]) -> tuple[Any, Any] | None:
+    """Ours and Hudi's read for the request (unfiltered), or None where it names no valid range."""
+    reader = TableReader(plain, table.base_path)
+    predicates = [ours(request.predicate)] if request.predicate is not None else []
+    if request.kind == "snapshot":
+        return (lambda: reader.snapshot(predicates), lambda: table.snapshot(with_meta_columns=True))
+    if request.kind == "read_optimized":
+        return (lambda: reader.read_optimized(predicates), lambda: table.read_optimized(with_meta_columns=True))
+    if -request.commit > len(commits):
+        return None
+    end = commits[request.commit]
+    if request.kind == "as_of":
+        return (lambda: reader.as_of(end, predicates), lambda: table.as_of(end, with_meta_columns=True))
+    if request.begin > len(commits) or (request.begin and commits[request.begin - 1] == end):
+        return None
+    begin: Instant | str = "earliest" if request.begin == 0 else commits[request.begin - 1]
+    if isinstance(begin, Instant) and commits.index(begin) > commits.index(end):
+        return None
+    return (lambda: reader.incremental(begin, end, predicates),
+            lambda: table.incremental(begin, end, with_meta_columns=True))
+
+
+def compare_request(plain: SparkSession, table: HudiTable, request: Request, commits: list[Instant],
+                    where: str) -> Outcome:
+    """One request, ours against Hudi's, in the request's client time zone."""
+    outcome = Outcome()
+    with client_zone(request.zone):
+        pair = _pair(plain, table, request, commits)
+        if pair is None:
+            return outcome
+        read_ours, read_theirs = pair
+        try:
+            theirs_df = read_theirs()
+            if request.predicate is not None:
+                theirs_df = theirs_df.where(pyspark_column(request.predicate))
+            theirs = _rows(theirs_df)
+        except (SparkConnectException, PySparkException) as error:
+            theirs = None
+            hudi_error = str(error).splitlines()[0][:200]
+        try:
+            mine = _rows(read_ours())
+        except REFUSALS as refusal:
+            outcome.compared[f"refused: {type(refusal).__name__}"] += 1
+            return outcome
+        if theirs is None:
+            outcome.compared[f"no oracle: {hudi_error[:100]}"] += 1
+            return outcome
+        if mine == theirs:
+            outcome.compared["equal"] += 1
+            return outcome
+        (my_types, my_rows), (their_types, their_rows) = mine, theirs
+        detail = f"{where}: {request}\n"
+        if my_types != their_types:
+            detail += f"  types: ours {my_types} / Hudi's {their_types}\n"
+        detail += f"  ours only: {dict(my_rows - their_rows)}\n  Hudi only: {dict(their_rows - my_rows)}"
+        outcome.differences.append(detail)
+        outcome.compared["different"] += 1
+    return outcome
+
+
+def run_scenario(spark: SparkSession, plain: SparkSession, path: str, scenario: Scenario,
+                 oracles: dict[str, SparkSession] | None = None) -> Outcome:
+    """Writes the scenario's history at ``path`` with ``spark`` (a Hudi server) and compares every request after
+    each step with Hudi's read on each of ``oracles`` (release name -> server; default: the writer's)."""
+    outcome = Outcome()
+    for number, (step, requests) in enumerate(zip(scenario.steps, scenario.requests, strict=True), start=1):
+        write_step(spark, scenario.shape, path, step)
+        commits = list(TableReader(plain, path).view.timeline().write_commits())
+        for release, server in (oracles or {"writer": spark}).items():
+            table = HudiTable.open(server, path)
+            for request in requests:
+                outcome.add(compare_request(plain, table, request, commits,
+                                            f"after step {number} ({step}), Hudi {release}"))
+    return outcome
+
+
+def reproduction(scenario: Scenario) -> str:
+    """Runnable code that replays the scenario (inside the test suite's fixtures ``spark`` and ``plain_spark``)."""
+    return ("import datetime\nfrom integration.differential.scenario import *\n"
+            "from integration.differential.runner import run_scenario\n"
+            f"outcome = run_scenario(spark, plain_spark, path, {scenario!r})\n"
+            "assert not outcome.differences, outcome.differences\n")

@@ -1,0 +1,96 @@
+"""Hypothesis around the runner: a seed draws scenarios, a failure is shrunk and printed as runnable code.
+
+``explore`` runs seeds one after another until a time budget is spent (the long runs of ``--full`` and
+``python -m integration.differential``); each seed's examples are drawn, run and, on a difference, shrunk
+by Hypothesis to a minimal history and request before the next seed starts. What every run compared is
+summed in a :class:`Tally`, written as a report when asked.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, given, reject, seed, settings
+from pyspark.sql import SparkSession
+
+from integration.differential.runner import HudiWriteFailed, Outcome, reproduction, run_scenario
+from integration.differential.scenario import Scenario, scenarios
+
+SCENARIOS_PER_SEED = 20
+RELEASE_VERSIONS: dict[str, tuple[int, ...]] = {"1.2": (6, 8, 9), "1.0.2": (8,), "0.15.0": (6,)}
+
+
+@dataclass
+class Tally:
+    """What a run drew and compared."""
+
+    seeds: list[int] = field(default_factory=list)
+    scenarios: int = 0
+    hudi_write_failures: Counter[str] = field(default_factory=Counter)
+    outcome: Outcome = field(default_factory=Outcome)
+    failures: list[str] = field(default_factory=list)  # per failing seed: its shrunk reproduction
+
+    def report(self, minutes: float, release: str) -> str:
+        lines = [f"# Differential run: Hudi {release}, {minutes:.1f} minutes",
+                 f"seeds {self.seeds[0] if self.seeds else '-'}..{self.seeds[-1] if self.seeds else '-'} "
+                 f"({len(self.seeds)}), scenarios run {self.scenarios}, "
+                 f"requests compared {sum(self.outcome.compared.values())}", "", "| outcome | requests |", "|---|---|"]
+        lines += [f"| {kind} | {n} |" for kind, n in self.outcome.compared.most_common()]
+        lines += ["", f"Hudi write failures (scenarios discarded): {sum(self.hudi_write_failures.values())}"]
+        lines += [f"- {n} x {kind}" for kind, n in self.hudi_write_failures.most_common(10)]
+        lines += ["", f"Failing seeds: {len(self.failures)}", *self.failures]
+        return "\n".join(lines) + "\n"
+
+
+def check_seed(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str], seed_value: int,
+               examples: int, tally: Tally, release: str = "1.2",
+               oracles: dict[str, SparkSession] | None = None, deadline: float | None = None) -> None:
+    """Draws ``examples`` scenarios from ``seed_value`` and compares each; raises (after shrinking) on a
+    difference. Hypothesis draws the simplest scenario first, so ask for two or more. Past ``deadline``
+    (``time.monotonic()``), no new scenario runs (shrinking a failure still does)."""
+    versions = RELEASE_VERSIONS[release]
+    shrinking = False
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False, print_blob=False,
+              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    @given(scenarios().filter(lambda s: s.shape.version in versions))
+    def check(scenario: Scenario) -> None:
+        nonlocal shrinking
+        if deadline is not None and time.monotonic() > deadline and not shrinking:
+            reject()
+        tally.scenarios += 1
+        try:
+            outcome = run_scenario(spark, plain, new_path(), scenario, oracles)
+        except HudiWriteFailed as failure:
+            tally.hudi_write_failures[str(failure).split(": ", 1)[-1][:120]] += 1
+            reject()
+        tally.outcome.add(outcome)
+        shrinking = shrinking or bool(outcome.differences)
+        assert not outcome.differences, (
+            f"seed {seed_value}: ours differs from Hudi's read\n" + "\n".join(outcome.differences)
+            + "\n\nreproduce (in a test with the spark and plain_spark fixtures and a fresh path):\n"
+            + reproduction(scenario))
+
+    tally.seeds.append(seed_value)
+    seed(seed_value)(check)()
+
+
+def explore(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str], first_seed: int,
+            minutes: float, tally: Tally, release: str = "1.2",
+            oracles: dict[str, SparkSession] | None = None) -> None:
+    """Seed after seed (``SCENARIOS_PER_SEED`` each) until ``minutes`` are spent; failing seeds are kept, not
+    fatal."""
+    deadline = time.monotonic() + minutes * 60
+    current = first_seed
+    while time.monotonic() < deadline:
+        try:
+            check_seed(spark, plain, new_path, current, SCENARIOS_PER_SEED, tally, release, oracles, deadline)
+        except AssertionError as failure:
+            tally.failures.append(f"## seed {current}\n```\n{failure}\n```")
+        except Exception:
+            tally.failures.append(f"## seed {current} (error)\n```\n{traceback.format_exc()[-3000:]}\n```")
+        current += 1

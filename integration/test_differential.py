@@ -1,0 +1,57 @@
+"""Differential testing against Hudi (:mod:`integration.differential`): scenarios drawn from seeds, every
+request ours against Hudi's own read of the same table.
+
+CI runs the seeds of ``CI_SEEDS`` (two scenarios each: the simplest, then one drawn); ``ci/test.sh --full`` also runs
+the tester for ``HUDI_CONNECT_DIFFERENTIAL_MINUTES`` (default 10; ``ci/test.sh --differential-minutes N``)
+on ``HUDI_CONNECT_DIFFERENTIAL_RELEASE`` (1.2, 1.0.2 or 0.15.0: the Hudi release that writes, read back by
+it and by 1.2), with its report in ``HUDI_CONNECT_DIFFERENTIAL_REPORT`` when set.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from integration.differential.session import Tally, check_seed, explore
+
+CI_SEEDS = (20261127, 57)
+RELEASE = os.environ.get("HUDI_CONNECT_DIFFERENTIAL_RELEASE", "1.2")
+WRITERS = {"1.2": "spark", "1.0.2": "hudi_10_spark", "0.15.0": "hudi_015_spark"}
+
+
+def _paths(root: Path):  # type: ignore[no-untyped-def]
+    return lambda: str(root / uuid.uuid4().hex[:12])
+
+
+@pytest.mark.parametrize("seed_value", CI_SEEDS)
+def test_drawn_scenario_reads_equal_hudis(spark: SparkSession, plain_spark: SparkSession, tmp_path: Path,
+                                          seed_value: int) -> None:
+    tally = Tally()
+    check_seed(spark, plain_spark, _paths(tmp_path), seed_value, 2, tally)  # the simplest scenario, then one drawn
+    assert tally.outcome.compared["equal"] > 0, tally.report(0, "1.2")
+
+
+MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))
+
+
+@pytest.mark.full
+@pytest.mark.timeout(MINUTES * 60 + 1800)  # the run, then a last seed's shrinking
+def test_differential_run(request: pytest.FixtureRequest, spark: SparkSession, plain_spark: SparkSession,
+                          tmp_path: Path) -> None:
+    first = int(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_SEED", str(random.randrange(10**6))))
+    writer: SparkSession = request.getfixturevalue(WRITERS[RELEASE])
+    oracles = {RELEASE: writer} if RELEASE == "1.2" else {RELEASE: writer, "1.2": spark}
+    tally = Tally()
+    explore(writer, plain_spark, _paths(tmp_path), first, MINUTES, tally, RELEASE, oracles)
+    report = tally.report(MINUTES, RELEASE)
+    target = os.environ.get("HUDI_CONNECT_DIFFERENTIAL_REPORT")
+    if target:
+        Path(target).write_text(report)
+    print(report)
+    assert tally.scenarios > 0
+    assert not tally.failures, report

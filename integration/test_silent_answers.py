@@ -1,0 +1,175 @@
+"""The silent wrong answers of issue #57's audit, each held to Hudi 1.2's own read of the same table.
+
+Each test is a fixed scenario of the differential tester (:mod:`integration.differential`), run through its
+runner (every request ours against Hudi's, equal or refused by name), plus what the audit found, asserted
+so that the test cannot pass on an empty answer:
+
+- a partition filtered with a literal of another type (a date with a string, an int with a string, a string
+  with an int): Spark casts and matches, and pruning used to compare Python values and drop every partition;
+- a naive timestamp from a client outside UTC: pyspark sends it as local time; pruning read it as UTC;
+- MOR, event-time ordering: a natural delete followed by a late record, which Hudi merges into the base
+  record (it comes back), before and after a compaction; a late soft delete, which loses to a newer record;
+- a timestamp key generator's partition column, which Hudi's Spark reader returns as a string;
+- a read whose slices the executors make, collected after a write and a clean: refused by name;
+- a string partition's '' (which Hudi writes as ``__HIVE_DEFAULT_PARTITION__`` too): kept by ``= ''`` and
+  ``!= 'x'``. Hudi's own read is no oracle there (it shows '' as NULL yet matches it with ``= ''``); the
+  oracle is the records written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hudi_connect import library_errors
+from hudi_connect.core.errors import ConcurrentTableChangeError
+from hudi_connect.reader import TableReader, table_reader
+from hudi_connect.table.hudi_table import HudiTable
+from integration.differential.runner import client_zone, run_scenario, write_step
+from integration.differential.scenario import Record, Request, Scenario, Service, Shape, Write, ours
+
+
+def shape(**changes: Any) -> Shape:
+    base: dict[str, Any] = dict(table_type="COPY_ON_WRITE", version=9, partition_type="string", hive_style=False,
+                                url_encode=False, ordering_type="int", merge="event_time", index="SIMPLE",
+                                metadata=False, column_stats=False)
+    return Shape(**(base | changes))
+
+
+def run(spark: SparkSession, plain: SparkSession, path: str, scenario: Scenario) -> None:
+    """Every request of the scenario equal to Hudi's read (none refused, none without an oracle)."""
+    outcome = run_scenario(spark, plain, path, scenario)
+    assert not outcome.differences, "\n".join(outcome.differences)
+    assert outcome.compared["equal"] == sum(len(r) for r in scenario.requests), outcome.compared
+
+
+def rows(plain: SparkSession, path: str, recipe: tuple[Any, ...] | None = None) -> set[tuple[int, Any]]:
+    predicates = [ours(recipe)] if recipe is not None else []
+    return {(r.key, r.ts) for r in TableReader(plain, path).snapshot(predicates).collect()}
+
+
+PARTITIONS = {  # partition type: its values, a literal of another type and the keys it matches
+    "date": ((dt.date(2024, 1, 1), dt.date(2024, 1, 2)), "2024-01-01", {0, 2}),
+    "int": ((2024, 2023), "2024", {0, 2}),
+    "string": (("5", "a"), 5, {0, 2}),
+}
+
+
+@pytest.mark.parametrize("partition_type", [
+    "date", pytest.param("int", marks=pytest.mark.full), pytest.param("string", marks=pytest.mark.full)])
+def test_a_partition_literal_of_another_type_prunes_as_sparks_filter_matches(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, partition_type: str
+) -> None:
+    values, literal, keys = PARTITIONS[partition_type]
+    equal, unequal = ("cmp", "=", "part", literal), ("cmp", "!=", "part", literal)
+    within = ("in", "part", (literal,))
+    scenario = Scenario(
+        shape(partition_type=partition_type, hive_style=True),
+        (Write("insert", tuple(Record(k, values[k % 2], 10, 0, "p", k) for k in range(4))),),
+        ((Request("snapshot", equal), Request("snapshot", unequal), Request("snapshot", within),
+          Request("as_of", equal)),))
+    path = str(tmp_path / "t")
+    run(spark, plain_spark, path, scenario)
+    assert {k for k, _ in rows(plain_spark, path, equal)} == keys  # was empty: every partition pruned
+
+
+@pytest.mark.parametrize("metadata", [True, pytest.param(False, marks=pytest.mark.full)],
+                         ids=["metadata-table-statistics", "parquet-footers"])
+def test_a_naive_timestamp_from_a_client_outside_utc_prunes_no_matching_file(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, metadata: bool
+) -> None:
+    # Kolkata is UTC+5:30: a naive 05:00 there is 23:30 UTC the day before, so records at 03:00 UTC match;
+    # read as UTC (05:00), the file holding them (max 03:00) was pruned. One file per partition.
+    after = ("cmp", ">", "t", dt.datetime(2024, 1, 1, 5))
+    scenario = Scenario(
+        shape(partition_type="int", metadata=metadata, column_stats=metadata),
+        (Write("insert", (Record(0, 1, 10, 180, "p", 0), Record(1, 2, 10, -120, "p", 1),
+                          Record(2, 3, 10, 600, "p", 2))),),
+        ((Request("snapshot", after, zone="Asia/Kolkata"), Request("snapshot", ("not", after), zone="Asia/Kolkata"),
+          Request("snapshot", after, zone="America/Los_Angeles")),))
+    path = str(tmp_path / "t")
+    run(spark, plain_spark, path, scenario)
+    with client_zone("Asia/Kolkata"):
+        assert {k for k, _ in rows(plain_spark, path, after)} == {0, 2}
+
+
+def test_mor_late_records_after_natural_deletes_merge_as_hudis_before_and_after_compaction(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path
+) -> None:
+    every = (Request("snapshot", None), Request("as_of", None, commit=-2), Request("incremental", None, begin=1))
+    scenario = Scenario(
+        shape(table_type="MERGE_ON_READ", index="BLOOM"),
+        (Write("insert", tuple(Record(k, "a", 10, k, "p", k) for k in range(4))),
+         Write("delete", (Record(0, "a", 10, 0, "p", 0), Record(1, "a", 10, 1, "p", 1))),
+         # late (5 < 10) and newer (15) records of the deleted keys; a late soft delete (5) and a newer one (15)
+         Write("upsert", (Record(0, "a", 5, 50, "late", 0), Record(1, "a", 15, 51, "new", 1))),
+         Write("soft_delete", (Record(2, "a", 5, 2, "p", 2), Record(3, "a", 15, 3, "p", 3))),
+         Service("compact")),
+        (every[:1], every, every, every, every))
+    path = str(tmp_path / "t")
+    run(spark, plain_spark, path, scenario)
+    # Hudi's merger: the late record replaces the natural delete, then loses to the base record (ts 10), which
+    # comes back; the late soft delete (ts 5) loses to the base record too
+    assert rows(plain_spark, path) == {(0, 10), (1, 15), (2, 10)}
+
+
+def test_a_timestamp_key_generators_partition_column_reads_as_hudis_string(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    day = int(dt.datetime(2024, 1, 16, 9, 30, tzinfo=dt.UTC).timestamp() * 1000)
+    options = {
+        "hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "event_ms",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd", "hoodie.keygen.timebased.timezone": "UTC",
+    }
+    spark.createDataFrame([(1, day, 1), (2, day + 86_400_000, 1)], "id int, event_ms long, ts int") \
+        .write.format("hudi").options(**options).mode("append").save(path)
+    theirs = HudiTable.open(spark, path).snapshot()
+    mine = TableReader(plain_spark, path).snapshot().drop("_hoodie_commit_time", "_hoodie_commit_seqno",
+                                                          "_hoodie_record_key", "_hoodie_partition_path",
+                                                          "_hoodie_file_name")
+    assert dict(mine.dtypes)["event_ms"] == dict(theirs.dtypes)["event_ms"] == "string"
+    assert sorted(map(tuple, mine.collect())) == sorted(map(tuple, theirs.collect()))
+    assert {r.id for r in TableReader(plain_spark, path).snapshot([ours(("cmp", "=", "event_ms", day))])
+            .collect()} == {1}
+
+
+def test_a_read_the_executors_slice_refuses_files_a_clean_removed_after_planning(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executors list a large read's files only when it runs; the slices are chosen as of the plan. A write
+    and a clean in between removed the slices the plan would choose: refused by name, never fewer rows."""
+    path = str(tmp_path / "t")
+    table_shape = shape(partition_type="int")
+    for ts in (1, 2):
+        write_step(spark, table_shape, path, Write("upsert", tuple(Record(k, k % 2, ts, 0, "p", k) for k in range(6))))
+    monkeypatch.setattr(table_reader, "MAX_PLANNED_SLICES", 0)
+    reader = TableReader(plain_spark, path)
+    assert reader.plan().slices is None
+    unchanged = reader.snapshot()
+    planned = reader.snapshot()
+    assert unchanged.count() == 6  # collected before anything changed: every row
+    write_step(spark, table_shape, path, Write("upsert", tuple(Record(k, k % 2, 3, 0, "p", k) for k in range(6))))
+    assert HudiTable.open(spark, path).clean(retain_commits=1) is not None
+    with pytest.raises(ConcurrentTableChangeError, match="clean"), library_errors():
+        planned.collect()
+
+
+def test_an_empty_string_partition_value_is_kept_by_the_predicates_it_satisfies(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    write_step(spark, shape(hive_style=True), path, Write("insert", (
+        Record(0, "", 10, 0, "p", 0), Record(1, None, 10, 0, "p", 1), Record(2, "x", 10, 0, "p", 2))))
+    # the oracle: the records written (Hudi's read shows '' as NULL and matches NULL with = '')
+    assert {k for k, _ in rows(plain_spark, path, ("cmp", "=", "part", ""))} == {0}
+    assert {k for k, _ in rows(plain_spark, path, ("cmp", "!=", "part", "x"))} == {0}
+    assert {k for k, _ in rows(plain_spark, path, ("null", "part"))} == {1}
+    assert {k for k, _ in rows(plain_spark, path, ("in", "part", ("", "y")))} == {0}
