@@ -20,7 +20,9 @@
 # README has the last cold measurement). Each leg prints its time and the run its total; a run past 80 minutes
 # fails with a message saying so, before CI's 90-minute limit would stop a submission silently.
 #
-# Usage: ci/test.sh [--full | --spark4 | --containers | --help] [pytest args]
+# Usage: ci/test.sh [--differential-minutes N] [--full | --spark4 | --containers | --help] [pytest args]
+#   --differential-minutes N  with --full (implied): the differential tester against Hudi runs N minutes
+#                 (default 10; integration/differential, `python -m integration.differential` alone).
 #   --full        also the tests marked `full` (the whole conformance matrix, every kill point, the Spark 3.5
 #                 install ends, the second seeds), the Spark 4 leg on Spark 4.2, 4.1 and 4.0 too, and the container leg's suites
 #                 whole; without it, CI's representative slice of each.
@@ -52,6 +54,10 @@ containers=(
   integration/test_jvm_client.py integration/test_stack_cli.py
 )
 images=(minio kafka postgres spark-connect)  # what the slice runs; --full adds the other storages' servers
+if [ "${1:-}" = --differential-minutes ]; then  # how long --full's differential run draws scenarios
+  export HUDI_CONNECT_DIFFERENTIAL_MINUTES="${2:?--differential-minutes takes a number of minutes}"; shift 2
+  [ "${1:-}" = --full ] || set -- --full "$@"
+fi
 case "${1:-}" in
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
   --full) shift; selection=(-m "not spark4"); spark4_lines=(4.3 4.2 4.1 4.0); leg1_args=("$@")

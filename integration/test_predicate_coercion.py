@@ -3,9 +3,10 @@
 Hypothesis draws a column type, values of it (a partition's value, or a file's rows) and predicates users
 write against it: literals of the same and of other types (strings for dates and numbers, numbers for
 strings, naive and aware timestamps, NaN), with ``isin``, null tests and ``& | ~``, in a client time zone
-that is not UTC. Spark (the plain server) evaluates each predicate on each value; the oracle holds that
-wherever Spark keeps a row, ``partition_may_match`` keeps the partition of that value and
-``stats_may_match`` keeps the file of those rows. Spark's errors (comparisons it refuses) are left out.
+that is not UTC, written as our tree, as pyspark's Column or as SQL (what of them translates to our tree).
+Spark (the plain server) evaluates each predicate on each value; the oracle holds that wherever Spark keeps
+a row, ``partition_may_match`` keeps the partition of that value and ``stats_may_match`` keeps the file of
+those rows. Spark's errors (comparisons it refuses) are left out.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from hypothesis import strategies as st
 from pyspark.errors.exceptions.base import PySparkException
 from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from hudi_connect.core.format.expressions import ColumnRange, partition_may_match, stats_may_match
+from hudi_connect.spec.user_predicates import translate
 from integration.differential.runner import client_zone, pyspark_column
-from integration.differential.scenario import ours
+from integration.differential.scenario import ours, sql_text
 
 UTC = dt.UTC
 VALUES: dict[str, list[Any]] = {
@@ -68,12 +71,13 @@ def recipes(type_name: str) -> st.SearchStrategy[tuple[Any, ...]]:
 
 
 def _spark_answers(spark: SparkSession, type_name: str, values: list[Any],
-                   drawn: list[tuple[Any, ...]]) -> list[list[bool] | None]:
-    """Per predicate, whether Spark keeps each value's row (None: Spark refuses the predicate)."""
+                   drawn: list[tuple[Any, ...]], sql: bool) -> list[list[bool] | None]:
+    """Per predicate, whether Spark keeps each value's row (None: Spark refuses the predicate), the predicate
+    written as pyspark's Column, or as SQL (``sql``)."""
     df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], f"i int, c {type_name}")
 
     def evaluate(chosen: list[int]) -> list[Any]:
-        columns = [pyspark_column(drawn[p]).alias(f"p{p}") for p in chosen]
+        columns = [(F.expr(sql_text(drawn[p])) if sql else pyspark_column(drawn[p])).alias(f"p{p}") for p in chosen]
         return sorted(df.select("i", *columns).collect(), key=lambda r: r.i)
 
     answers: list[list[bool] | None] = [None] * len(drawn)
@@ -103,12 +107,18 @@ def test_pruning_keeps_what_sparks_filter_keeps(plain_spark: SparkSession, data:
     values = data.draw(st.lists(st.sampled_from([*VALUES[type_name], None]), min_size=1, max_size=4), "values")
     zone = data.draw(st.sampled_from([None, "America/Los_Angeles", "Asia/Kolkata"]), "zone")
     drawn = data.draw(st.lists(recipes(type_name), min_size=1, max_size=10), "predicates")
+    spelling = data.draw(st.sampled_from(["ours", "column", "sql"]), "spelling")
+    if spelling == "sql":  # NaN has no SQL literal
+        drawn = [r for r in drawn if "nan" not in repr(r)]
     with client_zone(zone):
-        answers = _spark_answers(plain_spark, type_name, values, drawn)
+        answers = _spark_answers(plain_spark, type_name, values, drawn, spelling == "sql")
         for recipe, kept in zip(drawn, answers, strict=True):
             if kept is None:
                 continue
-            predicate = ours(recipe)
+            predicate = ours(recipe) if spelling == "ours" else translate(
+                sql_text(recipe) if spelling == "sql" else pyspark_column(recipe)).pruning
+            if predicate is None:
+                continue  # nothing of it prunes
             for value, spark_keeps in zip(values, kept, strict=True):
                 if spark_keeps:
                     assert partition_may_match(predicate, {"c": value}), f"partition {value!r} pruned by {recipe}"

@@ -73,6 +73,7 @@ from hudi_connect.core.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reader import TableReader
 from hudi_connect.spec.file_index import conjunction
 from hudi_connect.spec.spark_columns import all_of
+from hudi_connect.spec.user_predicates import UserPredicates, as_sequence, translate_all
 
 ChangeFormat = Literal["hudi", "typed", "debezium", "spark"]
 # Hudi writes every field of an image, nulls included
@@ -353,7 +354,7 @@ class ChangeQuery:
 
     @over_connect("planning a change query")
     def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
-                format: ChangeFormat = "hudi", predicates: Sequence[Expression] = (),
+                format: ChangeFormat = "hudi", predicates: UserPredicates = (),
                 deduplication_mode: DeduplicationMode = "dropCarryovers", compute_updates: bool = False) -> DataFrame:
         """The changes of commits in (begin, end], in Hudi's CDC schema or another ``format``.
 
@@ -366,7 +367,8 @@ class ChangeQuery:
           post-processed by Spark's ``deduplication_mode`` and ``compute_updates``
           (:mod:`hudi_connect.cdc.spark_changes`; given with another format, they are refused).
 
-        ``predicates`` prune partitions, then keep the changes whose before or after image satisfies them.
+        ``predicates`` prune partitions, then keep the changes whose before or after image satisfies them
+        (our tree, Spark Connect Columns or SQL strings, over the table's columns, as reads take them).
 
             query.changes(begin, format="spark", deduplication_mode="netChanges", compute_updates=True)
         """
@@ -400,19 +402,38 @@ class ChangeQuery:
 
     @over_connect("planning a change query")
     def typed_changes(self, begin: Instant | str, end: Instant | str | None = None, *,
-                      predicates: Sequence[Expression] = ()) -> tuple[DataFrame, StructType]:
+                      predicates: UserPredicates = ()) -> tuple[DataFrame, StructType]:
         """The ``typed`` changes and their images' struct type, known from the table's schema without asking
         the server (each schema question is a round trip of tens of milliseconds)."""
         events, schema = self._kept_events(begin, end, predicates)
         return _typed(events), schema
 
     def _kept_events(self, begin: Instant | str, end: Instant | str | None,
-                     predicates: Sequence[Expression]) -> tuple[DataFrame, StructType]:
-        events, schema = self._events(begin, end, predicates)
-        if predicates:  # a change is kept when either image satisfies the predicates
-            events = events.where(F.coalesce(all_of(predicates, "before"), F.lit(False))
-                                  | F.coalesce(all_of(predicates, "after"), F.lit(False)))
+                     predicates: UserPredicates) -> tuple[DataFrame, StructType]:
+        given = as_sequence(predicates)
+        translations = translate_all(given)
+        events, schema = self._events(begin, end, [t.pruning for t in translations if t.pruning is not None])
+        ours = [p for p in given if isinstance(p, Expression)]
+        if ours and len(ours) == len(given):  # a change is kept when either image satisfies the predicates
+            events = events.where(F.coalesce(all_of(ours, "before"), F.lit(False))
+                                  | F.coalesce(all_of(ours, "after"), F.lit(False)))
+        elif translations:
+            events = _either_image(events, reduce(lambda a, b: a & b, (t.filter for t in translations)))
         return events, schema
+
+
+_EVENT, _BEFORE_HOLDS = "_hudi_connect_event", "_hudi_connect_before_holds"  # beside an image's columns
+
+
+def _either_image(events: DataFrame, condition: Column) -> DataFrame:
+    """The events whose before or after image satisfies ``condition``, a user's column over the table's
+    columns: it cannot be re-qualified to an image's fields as our tree is (``all_of(predicates, "before")``),
+    so each image's fields become the top-level columns it reads, as in a read, beside the event as a struct."""
+    holds = F.coalesce(condition, F.lit(False))
+    before = (events.select(F.struct(F.col("*")).alias(_EVENT), F.col("before.*"))
+              .select(_EVENT, holds.alias(_BEFORE_HOLDS)))
+    after = before.select(_EVENT, _BEFORE_HOLDS, F.col(f"{_EVENT}.after.*"))
+    return after.where(F.col(_BEFORE_HOLDS) | holds).select(f"{_EVENT}.*")
 
 
 def _cdc_bytes(splits: Sequence[CdcSplit], metadata: Mapping[Instant, CommitMetadata]) -> int:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial, reduce
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
@@ -58,7 +58,7 @@ from hudi_connect.core.format.table_features import (
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, META_COLUMNS, record_schema
 from hudi_connect.core.format.timeline import Instant, Timeline, range_time, validate_instant_time
 from hudi_connect.spec.file_index import FileIndex, TableState
-from hudi_connect.spec.spark_columns import all_of
+from hudi_connect.spec.user_predicates import Translation, UserPredicates, conjuncts, describe, translate_all
 
 MAX_PLANNED_SLICES = 20_000
 """The most file slices a read plans on the client. A read of more makes its slices on the executors
@@ -68,16 +68,19 @@ of table, and the plan names no file."""
 
 @dataclass(frozen=True)
 class ReadPlan:
-    """What a read will touch: for tests, ``explain`` and pruning counts.
+    """What a read will touch: for tests, :meth:`explain` and pruning counts.
 
     ``slices`` is None for a read of more than :data:`MAX_PLANNED_SLICES` slices: ``slice_rows`` then makes
-    them on the executors, and they are not counted on the client."""
+    them on the executors, and they are not counted on the client. ``predicates`` are the read's predicates as
+    our tree (what of them translates, :mod:`~hudi_connect.spec.user_predicates`); ``filters`` the columns
+    Spark filters its rows with, the predicates as their users wrote them; ``untranslated`` the parts of
+    those that only filter rows."""
 
     slices: tuple[FileSlice, ...] | None
     record_schema: pa.Schema  # what the executors merge into
     schema: StructType  # the same, as Spark sees it
     commit_times: frozenset[str] | None = None
-    predicates: tuple[Expression, ...] = ()
+    predicates: tuple[Expression, ...] = ()  # what may prune (but those on string_columns)
     type_changes: tuple[TypeChange, ...] = ()  # older files hold some columns in another type
     column_renames: ColumnRenames = ()  # schema on read: older files name some columns differently
     slice_rows: DataFrame | None = None  # the slices, made on the executors (when ``slices`` is None)
@@ -85,6 +88,37 @@ class ReadPlan:
     string_columns: tuple[str, ...] = ()
     # the rows the read returns, as the commits that wrote its base files recorded them (where asked and known)
     recorded_rows: int | None = None
+    filters: tuple[Column, ...] = field(default=(), compare=False)  # Spark's columns: no equality to compare
+    untranslated: tuple[str, ...] = ()
+
+    @property
+    def pruning(self) -> tuple[Expression, ...]:
+        """The predicates' parts that prune partitions and files: not those on a partition column read as a
+        string (compared as strings, an order the stored values' statistics do not keep)."""
+        strings = set(self.string_columns)
+        return tuple(c for p in self.predicates for c in conjuncts(p) if not c.columns() & strings)
+
+    def explain(self) -> str:
+        """What prunes the read's partitions and files and what only filters its rows, one line each, then the
+        file slices it reads::
+
+            prunes partitions and files: city = 'paris'
+            filters rows only: like(name, A%) (not expressible as a pruning predicate)
+            reads 3 file slices (3 base files, 2 log files)
+        """
+        strings = set(self.string_columns)
+        lines = [f"prunes partitions and files: {describe(p)}" for p in self.pruning]
+        lines += [f"filters rows only: {describe(c)} (on a partition column read as a string)"
+                  for p in self.predicates for c in conjuncts(p) if c.columns() & strings]
+        lines += [f"filters rows only: {text} (not expressible as a pruning predicate)" for text in self.untranslated]
+        if not lines:
+            lines.append("no predicate: every partition and file is read")
+        if self.slices is None:
+            lines.append(f"reads more than {MAX_PLANNED_SLICES} file slices, made on the executors")
+        else:
+            lines.append(f"reads {len(self.slices)} file slices ({self.base_files} base files, "
+                         f"{self.log_files} log files)")
+        return "\n".join(lines)
 
     @property
     def base_files(self) -> int:
@@ -115,6 +149,7 @@ class TableReader:
 
         reader = TableReader(spark, "s3a://lake/trips")
         reader.snapshot([col("city") == "paris"]).show()
+        reader.snapshot("city = 'paris' AND amount BETWEEN 10 AND 20").show()  # or F.col("city") == "paris"
         reader.as_of("20260307162434124").count()
         reader.incremental("earliest").show()
     """
@@ -157,7 +192,7 @@ class TableReader:
         metadata: dict[Instant, CommitMetadata],
         as_of: str | None,
         commits_in_range: list[Instant] | None = None,
-        predicates: Sequence[Expression] = (),
+        translations: Sequence[Translation] = (),
         files: tuple[StoredFile, ...] | None = None,
         *,
         read_optimized: bool = False,
@@ -187,11 +222,13 @@ class TableReader:
             commit_times = frozenset(i.requested_time for i in commits_in_range)
         spark_schema = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)  # local-timestamp: ntz
         strings = tuple(f for f in string_partition_columns(props) if f in arrow_schema.names)
-        plan = ReadPlan(None, arrow_schema, spark_schema, commit_times, tuple(predicates), tuple(changes), renames,
-                        string_columns=strings)
+        plan = ReadPlan(None, arrow_schema, spark_schema, commit_times,
+                        tuple(t.pruning for t in translations if t.pruning is not None), tuple(changes), renames,
+                        string_columns=strings, filters=tuple(t.filter for t in translations),
+                        untranslated=tuple(text for t in translations for text in t.untranslated))
         # a predicate on a column read as a string compares strings, an order its stored values' statistics
         # do not keep: such predicates filter rows only
-        predicates = [p for p in predicates if not p.columns() & set(strings)]
+        predicates = list(plan.pruning)
         slices = self._client_slices(state, as_of, predicates)
         if slices is None:
             tasks = int(self._spark.conf.get("spark.sql.shuffle.partitions") or "200")
@@ -273,8 +310,8 @@ class TableReader:
             df = df.where(~F.coalesce(F.col(IS_DELETED_COLUMN), F.lit(False)))
         if plan.commit_times is not None and COMMIT_TIME_COLUMN in plan.schema.fieldNames():
             df = df.where(F.col(COMMIT_TIME_COLUMN).isin(sorted(plan.commit_times)))
-        if plan.predicates:
-            df = df.where(all_of(plan.predicates))
+        if plan.filters:  # the predicates as their users wrote them (Translation.filter)
+            df = df.where(reduce(lambda a, b: a & b, plan.filters))
         return df
 
     def slice_read_config(self, output_schema: pa.Schema, valid_instants: BlockValidity, *,
@@ -298,7 +335,7 @@ class TableReader:
         )
 
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
-              predicates: Sequence[Expression] = (), *, read_optimized: bool = False,
+              predicates: UserPredicates = (), *, read_optimized: bool = False,
               time_travel: bool = False, following: bool = False,
               listed: tuple[Timeline, tuple[StoredFile, ...] | None] | None = None,
               count_rows: bool = False) -> tuple[DataFrame, ReadPlan]:
@@ -309,8 +346,10 @@ class TableReader:
         check_timeline_readable(timeline, metadata, where=f"the table at {self._base_path}", schema_on_read=True)
         if time_travel and as_of is not None:
             self._check_time_travel(timeline, as_of, following=following)
-        plan = self._plan(timeline, metadata, as_of, commits_in_range, predicates, files, read_optimized=read_optimized)
-        if count_rows and plan.slices is not None and not predicates and commits_in_range is None \
+        translations = translate_all(predicates)
+        plan = self._plan(timeline, metadata, as_of, commits_in_range, translations, files,
+                          read_optimized=read_optimized)
+        if count_rows and plan.slices is not None and not translations and commits_in_range is None \
                 and IS_DELETED_COLUMN not in plan.schema.fieldNames():  # a base file may hold rows marked deleted
             plan = dataclasses.replace(plan, recorded_rows=recorded_rows(plan.slices, metadata))
         return self._execute(plan, timeline, as_of), plan
@@ -339,17 +378,22 @@ class TableReader:
     # --- public reads -----------------------------------------------------------------------
 
     @over_connect("planning a snapshot read")
-    def snapshot(self, predicates: Sequence[Expression] = ()) -> DataFrame:
-        """The latest state; ``predicates`` prune partitions and files, then filter rows."""
+    def snapshot(self, predicates: UserPredicates = ()) -> DataFrame:
+        """The latest state; ``predicates`` prune partitions and files, then filter rows.
+
+        A predicate is our tree (``col("city") == "paris"``), a Spark Connect ``Column``
+        (``F.col("city") == "paris"``) or a SQL string (``"city = 'paris'"``); one, or a list that must all hold.
+        What of a ``Column`` or a SQL string our tree cannot express (a UDF, LIKE, a cast) filters rows only
+        (:meth:`plan` and :meth:`ReadPlan.explain` say which parts prune)."""
         return self._read(None, predicates=predicates)[0]
 
     @over_connect("planning a read-optimized read")
-    def read_optimized(self, predicates: Sequence[Expression] = ()) -> DataFrame:
+    def read_optimized(self, predicates: UserPredicates = ()) -> DataFrame:
         """Base files only (on MOR tables, what the last compactions wrote)."""
         return self._read(None, predicates=predicates, read_optimized=True)[0]
 
     @over_connect("planning a time-travel read")
-    def as_of(self, instant: Instant | str, predicates: Sequence[Expression] = ()) -> DataFrame:
+    def as_of(self, instant: Instant | str, predicates: UserPredicates = ()) -> DataFrame:
         """The table as of a completed instant (by requested time), where Hudi's time travel answers: before the
         first pending write, and not older than the cleaner retains (:class:`HistoryUnavailableError` otherwise);
         archived instants whose files remain are read with the latest schema, as Hudi reads them."""
@@ -367,7 +411,7 @@ class TableReader:
 
     @over_connect("planning an incremental read")
     def incremental(self, begin: Instant | str, end: Instant | str | None = None,
-                    predicates: Sequence[Expression] = (), *, fallback_to_full_scan: bool = True) -> DataFrame:
+                    predicates: UserPredicates = (), *, fallback_to_full_scan: bool = True) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end].
 
         A range reaching commits Hudi archived, or commits older than the cleaner retains (their files may be
@@ -442,9 +486,10 @@ class TableReader:
         return None
 
     @over_connect("planning a read")
-    def plan(self, as_of: str | None = None, predicates: Sequence[Expression] = ()) -> ReadPlan:
+    def plan(self, as_of: str | None = None, predicates: UserPredicates = ()) -> ReadPlan:
         """What a snapshot read (or a read as of the requested time ``as_of``) would touch:
-        its file slices after pruning by ``predicates``, and its schema (no record is read)."""
+        its file slices after pruning by ``predicates``, and its schema (no record is read);
+        ``plan(predicates=...).explain()`` says which predicates prune and which only filter rows."""
         return self._read(as_of, predicates=predicates)[1]
 
 

@@ -1,7 +1,7 @@
 """``FileIndex`` (RFC-64): a table's file slices at an instant or between two, pruned by predicates.
 
     index = FileIndex(spark, "s3a://lake/trips")
-    for snapshot in index.list_files_at(predicates=[col("city") == "paris", col("fare") > 20]):
+    for snapshot in index.list_files_at(predicates=[col("city") == "paris", "fare > 20"]):
         ...  # one PartitionSnapshot at a time
 
 Listing runs on the executors, which drop pruned partitions before anything
@@ -74,6 +74,7 @@ from hudi_connect.core.format.table_features import (
 )
 from hudi_connect.core.format.table_schema import record_schema
 from hudi_connect.core.format.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.spec.user_predicates import UserPredicates, pruning_of
 
 
 @dataclass
@@ -296,13 +297,13 @@ class FileIndex:
         return SliceChoice(state.timeline, self.view.properties.version, replaced_file_groups(state.metadata, as_of),
                            as_of, self._merges_columns(self._stats_columns(state, predicate)))
 
-    def slice_rows(self, state: TableState, predicates: Sequence[Expression], as_of: str | None, *, tasks: int,
+    def slice_rows(self, state: TableState, predicates: UserPredicates, as_of: str | None, *, tasks: int,
                    touched: frozenset[tuple[str, str]] | None = None, base_only: bool = False) -> DataFrame:
         """The file slices of a read as a Spark plan of :data:`~hudi_connect.core.executor.contracts.SLICES`
         rows, made on the executors from the listing (for a read of more slices than the client holds): the
         listing's files go to ``tasks`` tasks by file group, and each task makes its groups' slices.
         ``touched``: only these (partition, file id) groups; ``base_only``: base files only (read-optimized)."""
-        predicate = conjunction(predicates)
+        predicate = conjunction(pruning_of(predicates))
         keep = self.partition_filter(state.definition.schema, predicate)
         listed = self.listing(keep, state.timeline, fan_out=state.files is None and self.view.files_over_limit)
         grouped = self._with_stats(listed, state, predicate).mapInArrow(file_groups_of_listing,
@@ -353,22 +354,27 @@ class FileIndex:
     # --- RFC-64's listings --------------------------------------------------------------------
 
     @over_connect("listing file slices")
-    def list_files_at(self, instant: Instant | str | None = None, predicates: Sequence[Expression] = (),
+    def list_files_at(self, instant: Instant | str | None = None, predicates: UserPredicates = (),
                       *, state: TableState | None = None) -> Iterator[PartitionSnapshot]:
         """The file slices to read at ``instant`` (a requested time; default the latest), partition by partition.
 
+        ``predicates``: our tree, Spark Connect Columns or SQL strings; what of them our tree expresses
+        prunes (:func:`~hudi_connect.spec.user_predicates.translate`), and a reader filters the rows with them.
         ``state`` pins the timeline a caller already read, so that its read and this listing agree.
         """
         as_of = _requested(instant)
+        pruning = pruning_of(predicates)
         state = state or self.state()
         keep = self.partition_filter(state.definition.schema, None)
-        for partition, slices in self._slices_by_partition(state, predicates, as_of):
+        for partition, slices in self._slices_by_partition(state, pruning, as_of):
             yield PartitionSnapshot(keep.descriptor(partition), as_of, tuple(slices))
 
     @over_connect("listing file slices")
     def list_files_between(self, begin: Instant | str, end: Instant | str | None = None,
-                           predicates: Sequence[Expression] = ()) -> Iterator[PartitionIncrementalSnapshot]:
-        """Slices at ``end`` holding records written by commits in (begin, end], Hudi's incremental range."""
+                           predicates: UserPredicates = ()) -> Iterator[PartitionIncrementalSnapshot]:
+        """Slices at ``end`` holding records written by commits in (begin, end], Hudi's incremental range
+        (``predicates`` as :meth:`list_files_at` takes them)."""
+        pruning = pruning_of(predicates)
         state = self.state()
         commits = state.timeline.commits_between(begin, end, by_completion=self.view.properties.ranges_by_completion)
         if not commits:
@@ -377,7 +383,7 @@ class FileIndex:
         as_of = max(c.requested_time for c in commits)
         keep = self.partition_filter(state.definition.schema, None)
         times = tuple(c.requested_time for c in commits)
-        for partition, slices in self._slices_by_partition(state, predicates, as_of):
+        for partition, slices in self._slices_by_partition(state, pruning, as_of):
             chosen = tuple(s for s in slices if (s.partition, s.file_id) in touched)
             if chosen:
                 yield PartitionIncrementalSnapshot(keep.descriptor(partition), times[0], as_of, chosen, times)

@@ -26,10 +26,21 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.core.errors import HistoryUnavailableError, UnsupportedTableFeatureError
+from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
-from integration.differential.scenario import Recipe, Record, Request, Scenario, Service, Shape, Write, ours
+from integration.differential.scenario import (
+    Recipe,
+    Record,
+    Request,
+    Scenario,
+    Service,
+    Shape,
+    Write,
+    ours,
+    sql_text,
+)
 
 IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where a reader found a record, not what it is
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -156,6 +167,16 @@ def pyspark_column(recipe: Recipe) -> Column:
     return reduce(lambda a, b: a & b, parts) if kind == "and" else reduce(lambda a, b: a | b, parts)
 
 
+def user_predicate(request: Request) -> Expression | Column | str:
+    """The request's predicate as its user hands it to ours: our tree, pyspark's Column or SQL."""
+    assert request.predicate is not None
+    if request.spelling == "column":
+        return pyspark_column(request.predicate)
+    if request.spelling == "sql":
+        return sql_text(request.predicate)
+    return ours(request.predicate)
+
+
 def _rows(df: DataFrame) -> tuple[dict[str, str], Counter[tuple[Any, ...]]]:
     columns = sorted(set(df.columns) - IGNORED)
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields if f.name in columns}
@@ -169,7 +190,7 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
           commits: list[Instant]) -> tuple[Any, Any] | None:
     """Ours and Hudi's read for the request (unfiltered), or None where it names no valid range."""
     reader = TableReader(plain, table.base_path)
-    predicates = [ours(request.predicate)] if request.predicate is not None else []
+    predicates = [user_predicate(request)] if request.predicate is not None else []
     if request.kind == "snapshot":
         return (lambda: reader.snapshot(predicates), lambda: table.snapshot(with_meta_columns=True))
     if request.kind == "read_optimized":
@@ -200,7 +221,8 @@ def compare_request(plain: SparkSession, table: HudiTable, request: Request, com
         try:
             theirs_df = read_theirs()
             if request.predicate is not None:
-                theirs_df = theirs_df.where(pyspark_column(request.predicate))
+                theirs_df = theirs_df.where(sql_text(request.predicate) if request.spelling == "sql"
+                                            else pyspark_column(request.predicate))
             theirs = _rows(theirs_df)
         except (SparkConnectException, PySparkException) as error:
             theirs = None

@@ -9,6 +9,7 @@ global; a record index needs the metadata table; table version 6 merges by paylo
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -82,6 +83,7 @@ class Request:
     commit: int = -1
     begin: int = 0
     zone: str | None = None
+    spelling: Literal["ours", "column", "sql"] = "ours"  # how the user hands ours the predicate
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,7 @@ def request_for(shape: Shape, steps_so_far: int, partition_predicates: bool = Tr
         Request, kind=st.sampled_from(kinds),
         predicate=st.one_of(st.none(), predicates(shape, partition_predicates)),
         commit=st.integers(-steps_so_far, -1), begin=st.integers(0, steps_so_far),
-        zone=st.sampled_from(ZONES),
+        zone=st.sampled_from(ZONES), spelling=st.sampled_from(["ours", "column", "sql"]),
     )
 
 
@@ -214,3 +216,37 @@ def ours(recipe: Recipe) -> Expression:
         return ~ours(recipe[1])
     left, right = ours(recipe[1]), ours(recipe[2])
     return left & right if kind == "and" else left | right
+
+
+def sql_text(recipe: Recipe) -> str:
+    """The recipe as the SQL a user writes (``df.where("...")``)."""
+    kind = recipe[0]
+    if kind == "cmp":
+        return f"{recipe[2]} {recipe[1]} {sql_literal(recipe[3])}"
+    if kind == "in":
+        return f"{recipe[1]} IN ({', '.join(sql_literal(v) for v in recipe[2])})"
+    if kind == "null":
+        return f"{recipe[1]} IS NULL"
+    if kind == "not":
+        return f"NOT ({sql_text(recipe[1])})"
+    return f"({sql_text(recipe[1])}) {kind.upper()} ({sql_text(recipe[2])})"
+
+
+def sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"{value}L" if abs(value) >= 2**31 else str(value)
+    if isinstance(value, float):
+        return f"{value!r}D"
+    if isinstance(value, decimal.Decimal):
+        return f"{value}BD"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.datetime):  # naive: the session's zone reads it (not the client's, as pyspark does)
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    raise TypeError(f"no SQL literal for {value!r}")

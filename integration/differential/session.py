@@ -91,6 +91,10 @@ def explore(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str
             check_seed(spark, plain, new_path, current, SCENARIOS_PER_SEED, tally, release, oracles, deadline)
         except AssertionError as failure:
             tally.failures.append(f"## seed {current}\n```\n{failure}\n```")
-        except Exception:
+            print(tally.failures[-1], flush=True)
+        except Exception:  # the run goes on: the seed is reported with what broke
             tally.failures.append(f"## seed {current} (error)\n```\n{traceback.format_exc()[-3000:]}\n```")
+            print(tally.failures[-1], flush=True)
+        print(f"seed {current}: {tally.scenarios} scenarios, {sum(tally.outcome.compared.values())} requests, "
+              f"{len(tally.failures)} failing seeds", flush=True)  # progress of a long run (pytest -s)
         current += 1
