@@ -19,6 +19,7 @@ from hudi_connect_stack.testing.cdc_history import IGNORED, SCHEMA, events, writ
 from hudi_connect_stack.testing.compare import row_multiset
 from hudi_connect_stack.testing.fixture_tables import unzip_fixture
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from hudi_connect import forget_table
 from hudi_connect.cdc import ChangeQuery
@@ -268,11 +269,17 @@ def test_predicates_prune_and_filter_changes(plain_spark: SparkSession, tmp_path
 
     expected = Counter((r.op, r.record_key, _record(r.before), _record(r.after))
                        for r in everything if matches(r.before) or matches(r.after))
-    predicates = [col("region") == "eu", col("amount") > 100]
-    got = query.changes("earliest", format="typed", predicates=predicates).collect()
-    assert Counter((r.op, r.record_key, _record(r.before), _record(r.after)) for r in got) == expected
     assert expected and len(expected) < len(everything)
-    assert sum(1 for _ in query.changes("earliest", predicates=predicates).collect()) == len(got)
+    # our tree, a pyspark Column and SQL, as users write them (issue #53), all to the same changes
+    spellings: dict[str, Any] = {
+        "ours": [col("region") == "eu", col("amount") > 100],
+        "column": (F.col("region") == "eu") & (F.col("amount") > 100),
+        "sql": "region = 'eu' AND amount > 100",
+    }
+    for spelling, predicates in spellings.items():
+        got = query.changes("earliest", format="typed", predicates=predicates).collect()
+        assert Counter((r.op, r.record_key, _record(r.before), _record(r.after)) for r in got) == expected, spelling
+        assert sum(1 for _ in query.changes("earliest", predicates=predicates).collect()) == len(got), spelling
 
 
 def spark_shaped(hudi_events: Counter[tuple[Any, ...]], completion_of: dict[str, str], mode: str,
