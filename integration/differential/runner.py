@@ -61,12 +61,14 @@ class HudiWriteFailed(Exception):
 class Outcome:
     """What a scenario's requests came to."""
 
-    compared: Counter[str] = field(default_factory=Counter)  # "equal", "refused: <class>", "no oracle"
+    compared: Counter[str] = field(default_factory=Counter)  # "equal", "refused: <class>", "no oracle: ..."
     differences: list[str] = field(default_factory=list)
+    release_differences: list[str] = field(default_factory=list)  # an earlier release's answer unlike 1.2's
 
     def add(self, other: Outcome) -> None:
         self.compared.update(other.compared)
         self.differences += other.differences
+        self.release_differences += other.release_differences
 
 
 def schema(shape: Shape) -> str:
@@ -209,41 +211,56 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
             lambda: table.incremental(begin, end, with_meta_columns=True))
 
 
-def compare_request(plain: SparkSession, table: HudiTable, request: Request, commits: list[Instant],
+def _their_rows(read: Any, request: Request) -> tuple[dict[str, str], Counter[tuple[Any, ...]]] | str:
+    """Hudi's answer to the request, filtered as the user filters Hudi's read, or the first line of its error."""
+    try:
+        df = read()
+        if request.predicate is not None:
+            df = df.where(sql_text(request.predicate) if request.spelling == "sql"
+                          else pyspark_column(request.predicate))
+        return _rows(df)
+    except (SparkConnectException, PySparkException) as error:
+        return str(error).splitlines()[0][:100]
+
+
+def _difference(where: str, request: Request, mine: Any, theirs: Any) -> str:
+    (my_types, my_rows), (their_types, their_rows) = mine, theirs
+    detail = f"{where}: {request}\n"
+    if my_types != their_types:
+        detail += f"  types: ours {my_types} / Hudi's {their_types}\n"
+    return detail + f"  ours only: {dict(my_rows - their_rows)}\n  Hudi only: {dict(their_rows - my_rows)}"
+
+
+def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: Request, commits: list[Instant],
                     where: str) -> Outcome:
-    """One request, ours against Hudi's, in the request's client time zone."""
+    """One request, ours against Hudi's read on each release of ``tables``, in the request's client time zone.
+    Where the releases disagree, Hudi 1.2's answer is the oracle (README: the writer release); the other's
+    difference is counted and kept as an example."""
     outcome = Outcome()
     with client_zone(request.zone):
-        pair = _pair(plain, table, request, commits)
-        if pair is None:
+        pairs = {release: _pair(plain, table, request, commits) for release, table in tables.items()}
+        if any(pair is None for pair in pairs.values()):
             return outcome
-        read_ours, read_theirs = pair
+        theirs = {release: _their_rows(pair[1], request) for release, pair in pairs.items() if pair is not None}
         try:
-            theirs_df = read_theirs()
-            if request.predicate is not None:
-                theirs_df = theirs_df.where(sql_text(request.predicate) if request.spelling == "sql"
-                                            else pyspark_column(request.predicate))
-            theirs = _rows(theirs_df)
-        except (SparkConnectException, PySparkException) as error:
-            theirs = None
-            hudi_error = str(error).splitlines()[0][:200]
-        try:
-            mine = _rows(read_ours())
+            mine = _rows(next(iter(pairs.values()))[0]())  # type: ignore[index]
         except REFUSALS as refusal:
             outcome.compared[f"refused: {type(refusal).__name__}"] += 1
             return outcome
-        if theirs is None:
-            outcome.compared[f"no oracle: {hudi_error[:100]}"] += 1
+        answers = {release: rows for release, rows in theirs.items() if not isinstance(rows, str)}
+        if not answers:
+            outcome.compared[f"no oracle: {next(iter(theirs.values()))}"] += 1
             return outcome
-        if mine == theirs:
+        if all(rows == mine for rows in answers.values()):
             outcome.compared["equal"] += 1
             return outcome
-        (my_types, my_rows), (their_types, their_rows) = mine, theirs
-        detail = f"{where}: {request}\n"
-        if my_types != their_types:
-            detail += f"  types: ours {my_types} / Hudi's {their_types}\n"
-        detail += f"  ours only: {dict(my_rows - their_rows)}\n  Hudi only: {dict(their_rows - my_rows)}"
-        outcome.differences.append(detail)
+        if answers.get("1.2") == mine:
+            other = next(release for release, rows in answers.items() if rows != mine)
+            outcome.compared[f"equal to Hudi 1.2's; Hudi {other}'s differs"] += 1
+            outcome.release_differences.append(_difference(f"{where}, Hudi {other}", request, mine, answers[other]))
+            return outcome
+        release = "1.2" if "1.2" in answers else next(r for r, rows in answers.items() if rows != mine)
+        outcome.differences.append(_difference(f"{where}, Hudi {release}", request, mine, answers[release]))
         outcome.compared["different"] += 1
     return outcome
 
@@ -251,16 +268,14 @@ def compare_request(plain: SparkSession, table: HudiTable, request: Request, com
 def run_scenario(spark: SparkSession, plain: SparkSession, path: str, scenario: Scenario,
                  oracles: dict[str, SparkSession] | None = None) -> Outcome:
     """Writes the scenario's history at ``path`` with ``spark`` (a Hudi server) and compares every request after
-    each step with Hudi's read on each of ``oracles`` (release name -> server; default: the writer's)."""
+    each step with Hudi's read on each of ``oracles`` (release name -> server; default: the writer, 1.2's)."""
     outcome = Outcome()
     for number, (step, requests) in enumerate(zip(scenario.steps, scenario.requests, strict=True), start=1):
         write_step(spark, scenario.shape, path, step)
         commits = list(TableReader(plain, path).view.timeline().write_commits())
-        for release, server in (oracles or {"writer": spark}).items():
-            table = HudiTable.open(server, path)
-            for request in requests:
-                outcome.add(compare_request(plain, table, request, commits,
-                                            f"after step {number} ({step}), Hudi {release}"))
+        tables = {release: HudiTable.open(server, path) for release, server in (oracles or {"1.2": spark}).items()}
+        for request in requests:
+            outcome.add(compare_request(plain, tables, request, commits, f"after step {number} ({step})"))
     return outcome
 
 

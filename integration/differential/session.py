@@ -42,6 +42,9 @@ class Tally:
         lines += [f"| {kind} | {n} |" for kind, n in self.outcome.compared.most_common()]
         lines += ["", f"Hudi write failures (scenarios discarded): {sum(self.hudi_write_failures.values())}"]
         lines += [f"- {n} x {kind}" for kind, n in self.hudi_write_failures.most_common(10)]
+        examples = self.outcome.release_differences
+        lines += ["", f"Answers of the writing release unlike Hudi 1.2's (1.2 followed): {len(examples)}",
+                  *(f"```\n{example}\n```" for example in examples[:3])]
         lines += ["", f"Failing seeds: {len(self.failures)}", *self.failures]
         return "\n".join(lines) + "\n"
 
