@@ -113,7 +113,9 @@ def test_connect_literals_our_tree_cannot_hold_do_not_translate() -> None:
 
 
 def test_untranslatable_connect_parts_are_dropped_only_from_an_and() -> None:
-    udf = CF.udf(lambda v: v, "int")
+    def udf(column: Any) -> Any:  # a user's function by name (pyspark 4 builds a Python UDF only with a session)
+        return CF.call_function("my_udf", column)
+
     a, s = CF.col("a"), CF.col("s")
     for opaque in (udf(a) == 1, a + 1 > 2, s.like("x%"), a.cast("int") == 1, a.eqNullSafe(1),
                    CF.when(a == 1, 2).otherwise(3) == 2, CF.col("st.field") == 1, s.getField("x") == 1,
