@@ -162,14 +162,15 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     return Scenario(shape, tuple(steps), requests)
 
 
-def request_for(shape: Shape, steps_so_far: int, partition_predicates: bool = True) -> st.SearchStrategy[Request]:
-    kinds = ["snapshot", "as_of", "incremental", *(["read_optimized"] if shape.is_mor else [])]
-    return st.builds(
-        Request, kind=st.sampled_from(kinds),
-        predicate=st.one_of(st.none(), predicates(shape, partition_predicates)),
-        commit=st.integers(-steps_so_far, -1), begin=st.integers(0, steps_so_far),
-        zone=st.sampled_from(ZONES), spelling=st.sampled_from(["ours", "column", "sql"]),
-    )
+@st.composite
+def request_for(draw: st.DrawFn, shape: Shape, steps_so_far: int, partition_predicates: bool = True) -> Request:
+    kind = draw(st.sampled_from(["snapshot", "as_of", "incremental", *(["read_optimized"] if shape.is_mor else [])]))
+    # Hudi's incremental read shows URL-encoded partition values as encoded and filters them so: no oracle there
+    on_partition = partition_predicates and not (shape.url_encode and kind == "incremental")
+    return Request(
+        kind, draw(st.one_of(st.none(), predicates(shape, on_partition))),
+        commit=draw(st.integers(-steps_so_far, -1)), begin=draw(st.integers(0, steps_so_far)),
+        zone=draw(st.sampled_from(ZONES)), spelling=draw(st.sampled_from(["ours", "column", "sql"])))
 
 
 def predicates(shape: Shape, on_partition: bool = True) -> st.SearchStrategy[Recipe]:
