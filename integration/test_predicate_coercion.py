@@ -17,7 +17,7 @@ import decimal
 import math
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from pyspark.errors.exceptions.base import PySparkException
 from pyspark.errors.exceptions.connect import SparkConnectException
@@ -100,6 +100,7 @@ def _range(values: list[Any]) -> ColumnRange:
     return ColumnRange(low, high, values.count(None), len(values))
 
 
+@seed(20261127)  # CI's draws are fixed; long runs change the seed and the count (1,500 examples ran clean)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_pruning_keeps_what_sparks_filter_keeps(plain_spark: SparkSession, data: st.DataObject) -> None:
