@@ -226,7 +226,7 @@ def _children(expr: Expression) -> tuple[Expression, ...]:
 
 # --- evaluation on partition values -------------------------------------------------------
 
-UNKNOWN: Any = UNDECIDED  # a value not known here, or a comparison whose outcome under Spark's rules is not
+UNKNOWN: Any = UNDECIDED  # a value not known here, or a comparison Spark's rules leave undecided here
 
 
 def evaluate(expr: Expression, row: Mapping[str, Any]) -> Any:
