@@ -121,7 +121,10 @@ def merge_slice(
     ])
     joined = base.select([KEY, ORD]).append_column("__hc_row", pa.array(range(base.num_rows), pa.int64()))
     joined = joined.join(decided.rename_columns([KEY, "__hc_log_ord", KIND]), KEY, join_type="left outer")
-    no_log = pc.is_null(joined[KIND])
+    # a key the base file holds twice (an `insert` skips the index): the log's record meets its first row only,
+    # and the others pass as they are (Hudi's reader takes a key's log record out of its buffer once merged)
+    firsts = joined.group_by(KEY).aggregate([("__hc_row", "min")]).column("__hc_row_min")
+    no_log = pc.or_(pc.is_null(joined[KIND]), pc.invert(pc.is_in(joined["__hc_row"], value_set=firsts)))
     if event_time_ordering:
         # Hudi's finalMerge: the log's winner unless the base record's ordering value is greater; a natural
         # delete (no ordering value) always wins, and a record logged after it is ordered like any other
