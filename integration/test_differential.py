@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from integration.differential.runner import run_scenario
+from integration.differential.scenario import Record, Request, Scenario, Shape, Write
 from integration.differential.session import Tally, check_seed, explore
 
 CI_SEEDS = (20261127, 57)
@@ -34,6 +36,30 @@ def test_drawn_scenario_reads_equal_hudis(spark: SparkSession, plain_spark: Spar
     tally = Tally()
     check_seed(spark, plain_spark, _paths(tmp_path), seed_value, 2, tally)  # the simplest scenario, then one drawn
     assert tally.outcome.compared["equal"] > 0, tally.report(0, "1.2")
+
+
+def test_a_history_with_every_kind_of_write_reads_equal_hudis(spark: SparkSession, plain_spark: SparkSession,
+                                                               tmp_path: Path) -> None:
+    """The steps the drawn histories rarely combine, fixed: nested partitions (complex key generator), CDC, the
+    smallest archival window, a writer that dies before completing (Hudi's next write rolls it back by its
+    markers) and a dropped partition, on a MOR table with the metadata table."""
+    def record(key: int, ts: int, part: str = "a") -> Record:
+        return Record(key, part, ts, key, "p", key)
+
+    shape = Shape("MERGE_ON_READ", 9, "string", hive_style=False, url_encode=False, ordering_type="int",
+                  merge="event_time", index="SIMPLE", metadata=True, column_stats=False, key_generator="complex",
+                  cdc="DATA_BEFORE_AFTER", archival=True)
+    steps = (Write("insert", (record(0, 1), record(1, 1, "b"))), Write("upsert", (record(0, 2),)),
+             Write("upsert", (record(1, 3, "b"),), fails=True), Write("upsert", (record(0, 4),)),
+             Write("delete_partition", (record(1, 5, "b"),)), *(Write("upsert", (record(k, 5),)) for k in (2, 3, 4)))
+    every = (Request("snapshot", None), Request("as_of", None, commit=-2), Request("incremental", None, begin=1),
+             Request("changes", None, begin=0), Request("changes", None, begin=2))
+    outcome = run_scenario(spark, plain_spark, str(tmp_path / "t"), Scenario(shape, steps, tuple(every for _ in steps)))
+    assert not outcome.differences, "\n".join(outcome.differences)
+    assert outcome.compared["equal"] >= 30, outcome.compared  # the rest: time travel past archived, cleaned files
+    timeline = tmp_path / "t" / ".hoodie" / "timeline"
+    assert any(p.name.endswith(".rollback") for p in timeline.iterdir())
+    assert any((timeline / "history").iterdir())  # commits were archived
 
 
 MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))

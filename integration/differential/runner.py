@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -20,18 +22,21 @@ from functools import reduce
 from typing import Any
 from urllib.parse import unquote
 
+from hudi_connect_stack.testing.cdc_history import event_multiset
 from hudi_connect_stack.testing.compare import row_multiset
 from pyspark.errors.exceptions.base import PySparkException
 from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_connect.cdc import ChangeQuery
 from hudi_connect.core.errors import HistoryUnavailableError, UnsupportedTableFeatureError
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
 from integration.differential.scenario import (
+    MS_2024,
     Recipe,
     Record,
     Request,
@@ -75,20 +80,24 @@ class Outcome:
 def schema(shape: Shape) -> str:
     return (f"key int, part {_SPARK_TYPES[shape.partition_type]}, "
             f"ts {'int' if shape.ordering_type == 'int' else 'bigint'}, t timestamp, v string, n int, "
-            "_hoodie_is_deleted boolean")
+            "region string, ms bigint, _hoodie_is_deleted boolean")
 
 
 def writer_options(shape: Shape) -> dict[str, str]:
     """Hudi's options for the shape, as a Hudi user sets them."""
-    partitioned = shape.partition_type != "none"
+    keygen, partition_path = {
+        (): ("NonpartitionedKeyGenerator", ""), ("part",): ("SimpleKeyGenerator", "part"),
+        ("ms",): ("TimestampBasedKeyGenerator", "ms"),
+        ("part", "region"): ("ComplexKeyGenerator", "part,region") if shape.key_generator == "complex"
+        else ("CustomKeyGenerator", "part:SIMPLE,region:SIMPLE"),
+    }[shape.partition_columns]
     options = {
         "hoodie.table.name": "differential",
         "hoodie.datasource.write.table.type": shape.table_type,
         "hoodie.write.table.version": str(shape.version),
         "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.partitionpath.field": "part" if partitioned else "",
-        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen."
-        + ("SimpleKeyGenerator" if partitioned else "NonpartitionedKeyGenerator"),
+        "hoodie.datasource.write.partitionpath.field": partition_path,
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen." + keygen,
         "hoodie.datasource.write.precombine.field": "ts",
         "hoodie.datasource.write.hive_style_partitioning": str(shape.hive_style).lower(),
         "hoodie.datasource.write.partitionpath.urlencode": str(shape.url_encode).lower(),
@@ -106,11 +115,27 @@ def writer_options(shape: Shape) -> dict[str, str]:
         options["hoodie.metadata.record.index.enable"] = "true"
     if shape.index == "BUCKET":
         options["hoodie.bucket.index.num.buckets"] = "2"
+    if shape.key_generator == "complex":  # Hudi 1.2 asks so of a table whose keys it encoded before 1.1
+        options["hoodie.write.complex.keygen.validation.enable"] = "false"
+    if shape.key_generator == "timestamp":
+        options |= {"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+                    "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+                    "hoodie.keygen.timebased.timezone": "UTC"}
+    if shape.cdc != "off":
+        # Hudi's own CDC query fails ("There should be a cdc log file") on inserts packed into small files
+        options |= {"hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": shape.cdc,
+                    "hoodie.parquet.small.file.limit": "0"}
+    if shape.archival:
+        options |= {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                    "hoodie.clean.commits.retained": "1"}
+        if shape.metadata:  # Hudi archives no commit after the metadata table's last compaction
+            options["hoodie.metadata.compact.max.delta.commits"] = "1"
     return options
 
 
 def _row(record: Record, deleted: bool) -> tuple[Any, ...]:
-    return (record.key, record.part, record.ts, EPOCH + dt.timedelta(minutes=record.t), record.v, record.n, deleted)
+    return (record.key, record.part, record.ts, EPOCH + dt.timedelta(minutes=record.t), record.v, record.n,
+            "ew"[record.key % 2], MS_2024 + record.t * 60_000, deleted)
 
 
 def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Service) -> None:
@@ -132,6 +157,35 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
             .option("hoodie.datasource.write.operation", operation).mode("append").save(path)
     except (SparkConnectException, PySparkException) as error:
         raise HudiWriteFailed(f"{step}: {str(error).splitlines()[0][:300]}") from error
+    if step.fails:
+        uncomplete_last_write(spark, path, shape.version)
+
+
+_COMPLETED = re.compile(r"^(\d+)(?:_\d+)?\.(commit|deltacommit|replacecommit)$")
+
+
+def uncomplete_last_write(spark: SparkSession, path: str, version: int) -> None:
+    """The table as a writer that died before completing its last commit leaves it: its data files, log
+    blocks and metadata-table records in place, its markers too (Hudi removes them only once the commit
+    completes: the next write's rollback finds what to undo by them), the completed instant's file gone."""
+    view = TableReader(spark, path).view
+    last = max(view.timeline().write_commits(), key=lambda instant: instant.requested_time)
+    markers = os.path.join(path, ".hoodie", ".temp", last.requested_time)
+    for stat in view.commit_metadata([last])[last].write_stats:
+        name = os.path.basename(stat.path)
+        # a log file's marker: APPEND below table version 8, CREATE from 8 (log files named by their instant)
+        appended = ".log." in name and version < 8
+        io_type = "APPEND" if appended else "CREATE" if ".log." in name or stat.prev_commit in (None, "null") \
+            else "MERGE"
+        folder = os.path.join(markers, stat.partition_path)
+        os.makedirs(folder, exist_ok=True)
+        open(os.path.join(folder, f"{name}.marker.{io_type}"), "w").close()  # Hudi's direct markers
+    timeline = [os.path.join(path, ".hoodie", "timeline"), os.path.join(path, ".hoodie")]
+    completed = [os.path.join(folder, name) for folder in timeline if os.path.isdir(folder)
+                 for name in os.listdir(folder)
+                 if (match := _COMPLETED.match(name)) and match.group(1) == last.requested_time]
+    assert len(completed) == 1, completed
+    os.remove(completed[0])
 
 
 @contextlib.contextmanager
@@ -181,10 +235,36 @@ def user_predicate(request: Request) -> Expression | Column | str:
 
 
 def _rows(df: DataFrame, url_decoded: bool = False) -> tuple[dict[str, str], Counter[tuple[Any, ...]]]:
+    if "before" in df.columns:  # a change query: Hudi's CDC rows, their images parsed
+        return {}, event_multiset((r.op, r.ts_ms, _epoch_image(r.before), _epoch_image(r.after)) for r in df.collect())
     columns = sorted(set(df.columns) - IGNORED)
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields if f.name in columns}
     rows = (r.asDict(recursive=True) for r in df.select(*columns).collect())
     return types, row_multiset(({**r, "part": _part(r.get("part"), url_decoded)} for r in rows), columns)
+
+
+def _epoch_image(text: str | None) -> str | None:
+    """A change image with its timestamps as epoch microseconds and dates as epoch days: Hudi's CDC query writes
+    them so in some cases and as text in others; ours as ISO text throughout (README, the image table)."""
+    if text is None:
+        return None
+    image = json.loads(text)
+    if not isinstance(image, dict):
+        return text
+    return json.dumps({name: _epoch(value) for name, value in image.items()})
+
+
+def _epoch(value: Any) -> Any:
+    if not isinstance(value, str) or len(value) < 10 or value[4:5] != "-" or value[7:8] != "-":
+        return value
+    try:
+        if len(value) == 10:
+            return (dt.date.fromisoformat(value) - dt.date(1970, 1, 1)).days
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)  # Hudi's text: its session's zone, UTC
+    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
 
 
 def _part(value: Any, url_decoded: bool) -> Any:
@@ -216,6 +296,8 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
     begin: Instant | str = "earliest" if request.begin == 0 else commits[request.begin - 1]
     if isinstance(begin, Instant) and commits.index(begin) > commits.index(end):
         return None
+    if request.kind == "changes":
+        return (lambda: ChangeQuery(plain, table.base_path).changes(begin, end), lambda: table.hudi_cdc(begin, end))
     return (lambda: reader.incremental(begin, end, predicates),
             lambda: table.incremental(begin, end, with_meta_columns=True))
 

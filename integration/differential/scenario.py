@@ -35,10 +35,21 @@ class Shape:
     index: Literal["BLOOM", "SIMPLE", "BUCKET", "RECORD_INDEX"]
     metadata: bool
     column_stats: bool
+    # simple: the partition column; complex and custom: nested paths part/region; timestamp: days of ``ms``
+    key_generator: Literal["simple", "complex", "custom", "timestamp"] = "simple"
+    cdc: Literal["off", "OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"] = "off"
+    archival: bool = False  # Hudi's smallest archival window: earlier commits move to the archived timeline
 
     @property
     def is_mor(self) -> bool:
         return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        if self.partition_type == "none":
+            return ()
+        return {"simple": ("part",), "complex": ("part", "region"), "custom": ("part", "region"),
+                "timestamp": ("ms",)}[self.key_generator]
 
 
 @dataclass(frozen=True)
@@ -56,10 +67,13 @@ class Record:
 
 @dataclass(frozen=True)
 class Write:
-    """A write through Hudi's datasource: ``soft_delete`` upserts the records with ``_hoodie_is_deleted``."""
+    """A write through Hudi's datasource: ``soft_delete`` upserts the records with ``_hoodie_is_deleted``,
+    ``delete_partition`` drops the partitions the records name; ``fails``: the writer dies before its commit
+    completes (the completed instant is removed; Hudi's next write rolls the commit back)."""
 
-    operation: Literal["insert", "upsert", "delete", "soft_delete", "insert_overwrite"]
+    operation: Literal["insert", "upsert", "delete", "soft_delete", "insert_overwrite", "delete_partition"]
     records: tuple[Record, ...]
+    fails: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,7 +92,7 @@ class Request:
     """A read made after a step, ours against Hudi's: ``commit`` and ``begin`` index the commits so far
     (negative from the end), ``predicate`` prunes ours and filters both."""
 
-    kind: Literal["snapshot", "read_optimized", "as_of", "incremental"]
+    kind: Literal["snapshot", "read_optimized", "as_of", "incremental", "changes"]  # changes: CDC tables
     predicate: Recipe | None
     commit: int = -1
     begin: int = 0
@@ -103,6 +117,7 @@ PARTITION_VALUES: dict[str, tuple[Any, ...]] = {
     "boolean": (True, False, None),
     "none": (None,),
 }
+MS_2024 = 1_704_067_200_000  # 2024-01-01T00:00Z in epoch milliseconds: the ``ms`` column is ``t`` so
 # literals a user writes against each partition type, mismatched types among them
 PARTITION_LITERALS: dict[str, tuple[Any, ...]] = {
     "string": ("a", "b", "", "x/y", 5, "5", "c d"),
@@ -121,12 +136,16 @@ def shapes(draw: st.DrawFn) -> Shape:
     metadata = draw(st.booleans())
     index = draw(st.sampled_from(["BLOOM", "SIMPLE", "BUCKET", *(["RECORD_INDEX"] if metadata else [])]))
     partition_type = draw(st.sampled_from(list(PARTITION_VALUES)))
+    partitioned = partition_type != "none"
     return Shape(
         table_type=table_type, version=version, partition_type=partition_type,
         hive_style=draw(st.booleans()), url_encode=partition_type == "string" and draw(st.booleans()),
         ordering_type=draw(st.sampled_from(["int", "long"])),
         merge=draw(st.sampled_from(["event_time", "commit_time"])), index=index, metadata=metadata,
         column_stats=metadata and draw(st.booleans()),
+        key_generator=draw(st.sampled_from(["simple", "complex", "custom", "timestamp"])) if partitioned else "simple",
+        cdc=draw(st.sampled_from(["off", "off", "OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"])),
+        archival=draw(st.booleans()),
     )
 
 
@@ -147,13 +166,15 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     first = Write("insert", records(sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=2, max_size=6))))))
     steps: list[Step] = [first]
     for _ in range(draw(st.integers(1, max_steps - 1))):
-        kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster"]
-        kind = draw(st.sampled_from([*kinds, *(["compact"] if shape.is_mor else [])]))
+        kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster",
+                 *(["compact"] if shape.is_mor else []), *(["delete_partition"] if shape.partition_columns else [])]
+        kind = draw(st.sampled_from(kinds))
         if kind in ("clean", "cluster", "compact"):
             steps.append(Service(kind))
         else:
             keys = sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=1, max_size=4))))
-            steps.append(Write(kind, records(keys)))
+            fails = draw(st.integers(0, 7)) == 0  # Hudi's next write, if one follows, rolls it back
+            steps.append(Write(kind, records(keys), fails))
     # Hudi's own read shows a string partition's '' as NULL yet matches it with `= ''` (and NULLs too): with
     # an '' written, Hudi is no oracle for predicates on the partition column (README, "Hudi's own bugs")
     partition_predicates = "" not in parts
@@ -164,11 +185,12 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
 
 @st.composite
 def request_for(draw: st.DrawFn, shape: Shape, steps_so_far: int, partition_predicates: bool = True) -> Request:
-    kind = draw(st.sampled_from(["snapshot", "as_of", "incremental", *(["read_optimized"] if shape.is_mor else [])]))
+    kind = draw(st.sampled_from(["snapshot", "as_of", "incremental", *(["read_optimized"] if shape.is_mor else []),
+                                 *(["changes", "changes"] if shape.cdc != "off" else [])]))
     # Hudi's incremental read shows URL-encoded partition values as encoded and filters them so: no oracle there
     on_partition = partition_predicates and not (shape.url_encode and kind == "incremental")
     return Request(
-        kind, draw(st.one_of(st.none(), predicates(shape, on_partition))),
+        kind, None if kind == "changes" else draw(st.one_of(st.none(), predicates(shape, on_partition))),
         commit=draw(st.integers(-steps_so_far, -1)), begin=draw(st.integers(0, steps_so_far)),
         zone=draw(st.sampled_from(ZONES)), spelling=draw(st.sampled_from(["ours", "column", "sql"])))
 
@@ -188,6 +210,8 @@ def predicates(shape: Shape, on_partition: bool = True) -> st.SearchStrategy[Rec
         compare("t", (dt.datetime(2024, 1, 1, 5), dt.datetime(2024, 1, 1, 5, tzinfo=dt.UTC), dt.date(2024, 1, 1),
                       dt.datetime(2024, 1, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-3))))),
         compare("n", (3, "3", 4.5)),
+        compare("ms", (MS_2024, str(MS_2024), MS_2024 + 86_400_000)),
+        compare("region", ("e", "w", 1)),
         st.just(("null", "n")),
         st.tuples(st.just("in"), st.just("v"), st.lists(st.sampled_from(["p", "q", None]), min_size=1, max_size=2)
                   .map(tuple)),
