@@ -129,8 +129,8 @@ def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_
     table, commits = write_table(hudi, path, rows, args.changed)
     print(f"\n{rows} rows: wrote the table and 3 change commits in {time.perf_counter() - begin:.0f}s", flush=True)
     data_columns = SCHEMA_COLUMNS
-    live = int(table.snapshot().count())
-    events = int(table.hudi_cdc(commits[0]).count())
+    live = int(table.hudi.snapshot().count())
+    events = int(table.hudi.cdc(commits[0]).count())
 
     # raw's input: the sink's records of the same full read, computed once and saved
     properties = load_properties(plain, path)

@@ -121,8 +121,8 @@ def main() -> None:
         for rows in args.sizes:
             path = str(run_dir / f"cow_{rows}")
             table, commits = write_table(hudi, path, rows, args.changed)
-            live = int(table.snapshot().count())
-            events = int(table.hudi_cdc(commits[0]).count())
+            live = int(table.hudi.snapshot().count())
+            events = int(table.hudi.cdc(commits[0]).count())
             for batch, expected in (("full export", live), ("incremental", events)):
                 ours: dict[str, list[float]] = defaultdict(list)
                 hand: list[float] = []

@@ -2,21 +2,24 @@
 
 The front door: every public class, function and error is importable from here.
 
-- Writes, table services and Hudi's own reads on a server with Hudi's bundle: :class:`HudiTable`.
-- Jar-free reads on any Spark Connect server: :class:`TableReader` (snapshot, read-optimized, time travel,
-  incremental), :class:`ChangeQuery` (RFC-51 change data capture), :class:`FileIndex` and :class:`RecordIndex`
-  (RFC-64's Table Spec API, with the predicates :func:`col`, :func:`lit`, :func:`fn`).
-- The reverse streamer (RFC-70): :class:`ReverseStream` with :class:`FileSink`, :class:`KafkaSink`,
+- One table object, on any Spark Connect server: :class:`HudiTable` (``HudiTable.open(spark, path)``).
+  Its reads (snapshot, read-optimized, time travel, incremental), change queries (RFC-51), history, files
+  (RFC-64) and reverse streams are jar-free; its writes, table services and ``table.hudi`` (Hudi's own reads)
+  need Hudi's bundle on the server.
+- Its layers, public too: :class:`TableReader`, :class:`ChangeQuery`, :class:`FileIndex`, :class:`RecordIndex`
+  (with the predicates :func:`col`, :func:`lit`, :func:`fn`; pyspark Columns and SQL text are accepted too),
+  and the reverse streamer (RFC-70) :class:`ReverseStream` with :class:`FileSink`, :class:`KafkaSink`,
   :class:`PostgresSink`.
 - Sessions: :func:`connect`; every error derives from :class:`HudiConnectError`.
 
 Example::
 
-    from hudi_connect import ChangeQuery, TableReader, connect
+    from hudi_connect import HudiTable, connect
 
     spark = connect("sc://spark-connect:15002")
-    TableReader(spark, "s3a://lake/orders").snapshot().show()
-    ChangeQuery(spark, "s3a://lake/orders").changes("earliest").show()
+    table = HudiTable.open(spark, "s3a://lake/orders")
+    table.snapshot("city = 'paris'").show()
+    table.changes("earliest").show()
 """
 
 try:
@@ -25,6 +28,8 @@ except ImportError as missing:  # the Spark line is an extra: a Connect client w
     raise ImportError("hudi-connect needs the Spark Connect client of your servers' line: "
                       "pip install 'hudi-connect[spark35]' for Spark 3.5, 'hudi-connect[spark43]' for Spark 4.3 "
                       "(or spark40 to spark42; jar-free reads only)") from missing
+
+import logging
 
 from hudi_connect.cdc import ChangeFormat, ChangeQuery
 from hudi_connect.client.server import connect, require_hudi_server
@@ -81,6 +86,10 @@ from hudi_connect.table.recovery import RecoveryReport
 from hudi_connect.table.write_outcome import WriteOutcome, WriteState
 
 __version__ = "0.1.0"
+
+# the library logs what it plans, prunes, writes, sends and refuses under ``hudi_connect`` (INFO); silent until
+# the application configures logging (``logging.basicConfig(level="INFO")``)
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "Action",

@@ -109,7 +109,8 @@ def _run_stream(spark: SparkSession, args: argparse.Namespace) -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
-    stream.run_continuously(interval=args.interval, stop=stop)
+    for _batch in stream.run_continuously(interval=args.interval, stop=stop):
+        pass  # each batch reports itself through ``say``
     say("stopped")
 
 

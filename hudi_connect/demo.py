@@ -3,7 +3,7 @@
 A MOR table is written through :class:`HudiTable` on a server with Hudi's jars;
 everything after that (the snapshot, the changes of each commit with the
 inference case of each file group, the file slices, a reverse stream to files)
-runs on a server *without* them, when one is given.
+goes through the same table object opened on a server *without* them, when one is given.
 """
 
 from __future__ import annotations
@@ -19,13 +19,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 from tabulate import tabulate
 
-from hudi_connect.cdc import ChangeQuery
 from hudi_connect.core.format.spec_models import slice_bytes
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.core.format.timeline import Instant
-from hudi_connect.reader import TableReader
-from hudi_connect.reverse import FileSink, ReverseStream
-from hudi_connect.spec import FileIndex
+from hudi_connect.reverse import FileSink
 from hudi_connect.table import HudiTable
 
 DEMO_SCHEMA = "id int, name string, city string, amount double, ts long"
@@ -87,37 +84,37 @@ def run_demo(spark: SparkSession, path: str, *, jar_free: SparkSession | None = 
                ("delete", table.delete(spark.createDataFrame(DELETE, DEMO_SCHEMA)))]
 
     step(f"the snapshot, merged from base and log files on {where}")
-    rows = TableReader(reader, path).snapshot().drop(*META_COLUMNS).orderBy("id").collect()
+    read = HudiTable.open(reader, path)  # the same table object, on any server
+    rows = read.snapshot().orderBy("id").collect()
     print(_table(r.asDict() for r in rows))
 
     step("the timeline, newest first")
     keep = ("requested_time", "completion_time", "action", "operation_type", "records_written", "inserts",
             "updates", "deletes")
-    print(_table({k: v for k, v in dataclasses.asdict(e).items() if k in keep} for e in table.history()))
+    print(_table({k: v for k, v in dataclasses.asdict(e).items() if k in keep} for e in read.history()))
 
     step(f"the changes of each commit (RFC-51), computed on {where}")
-    query = ChangeQuery(reader, path)
     begin: Instant | str = "earliest"
     changed = []
     for operation, commit in commits:
         print(f"\n  commit {commit.requested_time} ({operation}); how each file group's changes are found:")
-        print(textwrap.indent(query.explain(begin, commit), "    "))
-        changes = query.changes(begin, commit, format="typed").orderBy("record_key").collect()
+        print(textwrap.indent(read.change_query.explain(begin, commit), "    "))
+        changes = read.changes(begin, commit, format="typed").orderBy("record_key").collect()
         print(_table({"op": c.op, "key": c.record_key, "before": _image(c.before), "after": _image(c.after)}
                      for c in changes))
         changed.append(tuple((c.op, c.record_key) for c in changes))
         begin = commit
 
     step("the file slices a reader sees (RFC-64's FileIndex)")
-    slices = [s for snapshot in FileIndex(reader, path).list_files_at() for s in snapshot.file_slices]
+    slices = [s for snapshot in read.files.list_files_at() for s in snapshot.file_slices]
     print(_table({"partition": s.partition, "file group": s.file_id,
                   "base file": s.base_file.name if s.base_file else "-",
                   "log files": len(s.log_files), "bytes": slice_bytes(s)} for s in slices))
 
     root = export_root or f"{path.rstrip('/')}-export"
     step(f"a reverse stream (RFC-70) of the table to JSON files under {root}, checkpointed on the timeline")
-    stream = ReverseStream(reader, path, "demo", [FileSink(reader, root, "json")],
-                           progress=lambda message: print(f"  {message}", flush=True))
+    stream = read.reverse_stream("demo", [FileSink(reader, root, "json")],
+                                 progress=lambda message: print(f"  {message}", flush=True))
     result = stream.run_once()
     print(f"  sent {result.records} records in {result.seconds:.1f}s; checkpoint: {stream.checkpoint()}")
     print(f"\nDone in {time.monotonic() - step.began:.0f}s.")

@@ -137,13 +137,13 @@ def hudi_queries(table: LoadTable) -> list[Query]:
     since = table.instants[max(0, last - 3)]
     name = path.rsplit("/", 1)[-1]
     return [
-        Query(f"{name}: Hudi's snapshot", lambda s: _rows(HudiTable.open(s, path).snapshot()), table.states[last]),
-        Query(f"{name}: Hudi's time travel", lambda s: _rows(HudiTable.open(s, path).as_of(end)),
+        Query(f"{name}: Hudi's snapshot", lambda s: _rows(HudiTable.open(s, path).hudi.snapshot()), table.states[last]),
+        Query(f"{name}: Hudi's time travel", lambda s: _rows(HudiTable.open(s, path).hudi.as_of(end)),
               table.states[middle]),
-        Query(f"{name}: Hudi's incremental", lambda s: _rows(HudiTable.open(s, path).incremental(begin, end)),
+        Query(f"{name}: Hudi's incremental", lambda s: _rows(HudiTable.open(s, path).hudi.incremental(begin, end)),
               table.upserted[middle]),
         Query(f"{name}: Hudi's CDC query",
-              lambda s: _hudi_events(HudiTable.open(s, path).hudi_cdc(since, table.instants[last])),
+              lambda s: _hudi_events(HudiTable.open(s, path).hudi.cdc(since, table.instants[last])),
               table.events(max(1, last - 2), last)),
     ]
 

@@ -118,7 +118,7 @@ def hudi_cdc_changes(spark: SparkSession, table: HudiTable, begin: str, end: str
                      data_columns: tuple[str, ...] = ("id", "v", "ts", "part"),
                      ) -> dict[str, list[tuple[str, str, dict[str, object] | None]]]:
     """Hudi's own CDC query of (begin, end], in the same form, each key's changes in commit order."""
-    return cdc_changes(((r.op, r.ts_ms, r.before, r.after) for r in table.hudi_cdc(begin, end).collect()),
+    return cdc_changes(((r.op, r.ts_ms, r.before, r.after) for r in table.hudi.cdc(begin, end).collect()),
                        data_columns)
 
 

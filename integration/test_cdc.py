@@ -58,7 +58,7 @@ def test_change_stream_equals_hudis_cdc_query(
         assert "decoded in Python workers: the .cdc files are small" in query.explain("earliest")
     for begin, end in (("earliest", None), (commits[0], commits[3]), (commits[2], commits[5]),
                        (commits[4], None)):
-        theirs = events(table.hudi_cdc(begin, end))
+        theirs = events(table.hudi.cdc(begin, end))
         for reader in (query, in_jvm) if whole_events else (query,):
             ours = events(reader.changes(begin, end))
             assert ours == theirs, f"({begin}, {end}]\nours only: {ours - theirs}\nHudi only: {theirs - ours}"
@@ -70,7 +70,7 @@ def test_change_stream_equals_hudis_cdc_query(
         # events decoded in Python
         assert "decoded in the JVM (spark-avro's from_avro)" in in_jvm.explain("earliest")
         assert "known from an earlier query of these commits: no schema job" in query.explain("earliest")
-        theirs = events(table.hudi_cdc("earliest"))
+        theirs = events(table.hudi.cdc("earliest"))
         in_python = ChangeQuery(plain_spark, local_base_path, avro_decoding="python")
         assert "decoded in Python workers: avro_decoding='python' asks for it" in in_python.explain("earliest")
         assert events(in_python.changes("earliest")) == theirs
@@ -146,7 +146,7 @@ def test_random_histories_equal_hudis_cdc_query(
     first, last = sorted(rng.sample(range(len(commits)), 2))
     for begin, end in (("earliest", None), (commits[first], commits[last]), (commits[last - 1], None)):
         ours = events(query.changes(begin, end))
-        theirs = events(table.hudi_cdc(begin, end))
+        theirs = events(table.hudi.cdc(begin, end))
         assert ours == theirs, (f"seed {seed} ({begin}, {end}]\n{query.explain(begin, end)}\n"
                                 f"ours only: {ours - theirs}\nHudi only: {theirs - ours}")
 
@@ -361,7 +361,7 @@ def test_spark_shaped_changes_equal_sparks_rules_over_hudis_cdc(
                                                    "_commit_timestamp"]
         ours = Counter((r._change_type, r._commit_version,
                         tuple(sorted((c, r[c]) for c in data_columns if r[c] is not None))) for r in rows)
-        theirs = spark_shaped(events(table.hudi_cdc(begin, end)), completion_of, mode, compute_updates)
+        theirs = spark_shaped(events(table.hudi.cdc(begin, end)), completion_of, mode, compute_updates)
         assert ours == theirs, f"({begin}, {end}]\nours only: {ours - theirs}\nmodel only: {theirs - ours}"
         for r in rows:  # one timestamp per commit: its completion time
             assert r._commit_timestamp.strftime("%Y%m%d%H%M%S%f")[:17] == str(r._commit_version)

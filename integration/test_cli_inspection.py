@@ -77,7 +77,7 @@ def test_changes_equal_hudis_cdc_query(spark: SparkSession, plain_server_url: st
         return json.dumps(parsed and {k: parsed[k] for k in DATA_COLUMNS})
 
     theirs = sorted((r.op, r.ts_ms, image(r.before), image(r.after))
-                    for r in HudiTable.open(spark, table_path).hudi_cdc("earliest").collect())
+                    for r in HudiTable.open(spark, table_path).hudi.cdc("earliest").collect())
     assert ours == theirs
     assert [op for op, *_ in ours].count("i") == 16 and len(ours) == 16 + 4 + 3  # inserts, updates, deletes
 

@@ -114,7 +114,7 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell,
         mine, hudis = multiset(ours, columns), multiset(theirs, columns)
         assert mine == hudis, f"{what}\nours only: {mine - hudis}\nHudi only: {hudis - mine}"
 
-    compare(reader.snapshot(), table.snapshot(with_meta_columns=True), "snapshot")
+    compare(reader.snapshot(), table.hudi.snapshot(with_meta_columns=True), "snapshot")
     for commit in commits:
         # Hudi finds no InternalSchema for an archived instant (it looks in the active timeline only), so it reads
         # a renamed column of older files as null; ours maps it by id, as it does for active instants
@@ -122,7 +122,7 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell,
             else frozenset()
         if commit.requested_time in torn_in_hudi:
             continue
-        compare(reader.as_of(commit), table.as_of(commit, with_meta_columns=True), f"as of {commit}", unmatched)
+        compare(reader.as_of(commit), table.hudi.as_of(commit, with_meta_columns=True), f"as of {commit}", unmatched)
         if unmatched:
             renamed_values = {r.title for r in reader.as_of(commit).collect()} - {None}
             assert renamed_values, f"as of {commit}: the renamed column has no values"
@@ -139,11 +139,11 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell,
             # records written by the range's commits. (Hudi's own fallback pushes that filter into Parquet log
             # blocks too and returns the older record where a later commit updated one; over partial-update
             # blocks it took the server down.)
-            state = table.snapshot(with_meta_columns=True)
+            state = table.hudi.snapshot(with_meta_columns=True)
         elif partial_sets:  # Hudi's incremental query fails there: its time travel to the range's end instead
-            state = table.as_of(max(selected), with_meta_columns=True)
+            state = table.hudi.as_of(max(selected), with_meta_columns=True)
         else:
-            compare(reader.incremental(begin, end), table.incremental(begin, end, with_meta_columns=True), what)
+            compare(reader.incremental(begin, end), table.hudi.incremental(begin, end, with_meta_columns=True), what)
             continue
         compare(reader.incremental(begin, end), state.where(state["_hoodie_commit_time"].isin(selected)), what)
     outcome = "equal"
@@ -170,11 +170,11 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell,
                 ours = change_events(query.changes(begin, end))
             except HistoryUnavailableError as refusal:  # only where Hudi's own query fails as well
                 with pytest.raises(SparkConnectGrpcException, match="Fail to get the commit metadata for CDC"):
-                    table.hudi_cdc(begin, end).collect()
+                    table.hudi.cdc(begin, end).collect()
                 refused.append(f"changes ({begin}, {end}]: {refusal}")
                 continue
             try:
-                theirs = change_events(table.hudi_cdc(begin, end))
+                theirs = change_events(table.hudi.cdc(begin, end))
             except SparkConnectGrpcException as error:  # no oracle: ours must still answer
                 assert sum(ours.values()) > 0
                 outcome += f"; Hudi's own CDC query fails on this table ({str(error).splitlines()[0][:80]})"

@@ -148,7 +148,7 @@ def test_reads_at_the_archive_boundary_equal_hudis_or_are_refused(
                                                             if c.requested_time < timeline.first().requested_time}
 
     # snapshots: log blocks of archived deltacommits are merged as Hudi merges them
-    outcomes[_agree("snapshot", _outcome(lambda: _records(table.snapshot())),
+    outcomes[_agree("snapshot", _outcome(lambda: _records(table.hudi.snapshot())),
                     _outcome(lambda: _records(reader.snapshot())))] += 1
 
     ranges: dict[str, tuple[Instant | str, Instant | str | None]] = {
@@ -159,7 +159,7 @@ def test_reads_at_the_archive_boundary_equal_hudis_or_are_refused(
     }
     for label, (begin, end) in ranges.items():
         theirs = _outcome(lambda b=begin, e=end: _records(  # type: ignore[misc]
-            table.incremental(b, e, fallback_to_full_scan=True)))  # on version 6 too, where Hudi's default is off
+            table.hudi.incremental(b, e, fallback_to_full_scan=True)))  # on version 6 too, where Hudi's default is off
         ours = _outcome(lambda b=begin, e=end: _records(reader.incremental(b, e)))  # type: ignore[misc]
         outcomes[_agree(f"incremental {label}", theirs, ours)] += 1
         without = _outcome(lambda b=begin, e=end: _records(  # type: ignore[misc]
@@ -171,7 +171,7 @@ def test_reads_at_the_archive_boundary_equal_hudis_or_are_refused(
     query = ChangeQuery(plain_spark, local_base_path)
     for label, (begin, end) in ranges.items():
         outcomes[_agree(f"change query {label}",
-                        _outcome(lambda b=begin, e=end: events(table.hudi_cdc(b, e))),  # type: ignore[misc]
+                        _outcome(lambda b=begin, e=end: events(table.hudi.cdc(b, e))),  # type: ignore[misc]
                         _outcome(lambda b=begin, e=end: events(query.changes(b, e))))] += 1  # type: ignore[misc]
 
     def hudi_as_of(instant: str) -> Counter[tuple[Any, ...]]:

@@ -65,19 +65,19 @@ def test_blob_columns_read_equal_hudis(spark: SparkSession, plain_spark: SparkSe
     hudi = HudiTable.open(spark, local_base_path)
     reader = TableReader(plain_spark, local_base_path)
     ours = reader.snapshot()
-    assert ours.schema["content"].dataType == hudi.snapshot().schema["content"].dataType
+    assert ours.schema["content"].dataType == hudi.hudi.snapshot().schema["content"].dataType
     columns = sorted(set(ours.columns) - IGNORED)
-    mine, theirs = multiset(ours, columns), multiset(hudi.snapshot(with_meta_columns=True), columns)
+    mine, theirs = multiset(ours, columns), multiset(hudi.hudi.snapshot(with_meta_columns=True), columns)
     assert mine == theirs and len(mine) == 9, (mine - theirs, theirs - mine)
     assert {r.content.type for r in ours.collect() if r.content} == {"INLINE", "OUT_OF_LINE"}
     commits = list(reader.view.timeline().write_commits())
     for commit in commits:
-        assert multiset(reader.as_of(commit), columns) == multiset(hudi.as_of(commit, with_meta_columns=True),
+        assert multiset(reader.as_of(commit), columns) == multiset(hudi.hudi.as_of(commit, with_meta_columns=True),
                                                                    columns), commit
     assert multiset(reader.incremental(commits[0]), columns) == \
-        multiset(hudi.incremental(commits[0], with_meta_columns=True), columns)
+        multiset(hudi.hudi.incremental(commits[0], with_meta_columns=True), columns)
     changes = ChangeQuery(plain_spark, local_base_path).changes("earliest")
-    assert changes.count() == hudi.hudi_cdc("earliest").count() > 0
+    assert changes.count() == hudi.hudi.cdc("earliest").count() > 0
 
 
 @pytest.mark.parametrize("table_type", [pytest.param("COPY_ON_WRITE", marks=pytest.mark.full), "MERGE_ON_READ"])
@@ -88,7 +88,7 @@ def test_vector_columns_are_refused_by_name_where_hudi_reads_them(
     # that table is written without CDC, and the change query is refused for that reason first
     cdc = table_type == "MERGE_ON_READ"
     _write(spark, local_base_path, table_type, VECTOR, lambda k, ts: [float(k), ts / 4, -1.0, 2.5], cdc=cdc)
-    theirs = HudiTable.open(spark, local_base_path).snapshot()
+    theirs = HudiTable.open(spark, local_base_path).hudi.snapshot()
     assert sorted(r.embedding[:2] for r in theirs.collect()) == sorted([float(k), 0.75 if k % 2 == 0 and k in
                                                                         range(0, 9, 2) else 0.5 if k > 2 else 0.25]
                                                                        for k in range(9))

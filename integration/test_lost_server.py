@@ -221,7 +221,7 @@ def test_stream_batch_killed_then_resumed(plain_victim: KillableServer, spark: S
 
     restarted = threading.Timer(3.0, plain_victim.restart)
     restarted.start()
-    results = stream.run_continuously(interval=0.5, stop=threading.Event(), max_batches=1)  # reconnects itself
+    results = list(stream.run_continuously(interval=0.5, max_batches=1))  # reconnects itself
     restarted.join()
     assert len(results) == 1 and results[0].checkpoint is not None and results[0].checkpoint.sequence == 1
     assert any("reconnecting" in m for m in messages), messages

@@ -92,10 +92,10 @@ def test_fixture_incremental_reads_on_the_plain_server_equal_hudis(
     table = HudiTable.open(spark, str(base))
     commits = list(table.timeline().write_commits())
     middle = commits[len(commits) // 2]
-    columns = [c for c in table.snapshot(with_meta_columns=True).columns if c != "_hoodie_file_name"]
+    columns = [c for c in table.hudi.snapshot(with_meta_columns=True).columns if c != "_hoodie_file_name"]
     for begin, end in (("earliest", middle), (commits[0], middle), (middle, commits[-1]), (commits[0], None)):
         assert multiset(reader.incremental(begin, end), columns) == multiset(
-            table.incremental(begin, end, with_meta_columns=True), columns), f"({begin}, {end}]"
+            table.hudi.incremental(begin, end, with_meta_columns=True), columns), f"({begin}, {end}]"
 
 
 def test_incremental_read_without_meta_fields_is_refused(plain_spark: SparkSession, tmp_path: Path) -> None:
@@ -157,18 +157,18 @@ def test_written_table_with_a_failed_write_equals_hudis_reads(
          f"{crashed.requested_time}_{crashed.completion_time}.{crashed.action.value}").unlink()
     assert len(table.timeline().pending()) >= 1, "the failed write stays on the timeline as pending"
     reader = TableReader(plain_spark, local_base_path)
-    columns = [c for c in table.snapshot(with_meta_columns=True).columns if c != "_hoodie_file_name"]
-    assert multiset(reader.snapshot(), columns) == multiset(table.snapshot(with_meta_columns=True), columns)
+    columns = [c for c in table.hudi.snapshot(with_meta_columns=True).columns if c != "_hoodie_file_name"]
+    assert multiset(reader.snapshot(), columns) == multiset(table.hudi.snapshot(with_meta_columns=True), columns)
     for instant in (first, second, third):
         assert multiset(reader.as_of(instant), columns) == multiset(
-            table.as_of(instant, with_meta_columns=True), columns), f"as of {instant.requested_time}"
+            table.hudi.as_of(instant, with_meta_columns=True), columns), f"as of {instant.requested_time}"
     for begin, end in ((first, second), (first, third), (second, third)):
         assert multiset(reader.incremental(begin, end), columns) == multiset(
-            table.incremental(begin, end, with_meta_columns=True), columns)
+            table.hudi.incremental(begin, end, with_meta_columns=True), columns)
     assert not [r for r in reader.snapshot().collect() if r.v == "failed"]
     # one more successful write after the failure
     table.upsert(rows([(7, "last", 3, "p1")]))
-    assert multiset(reader.snapshot(), columns) == multiset(table.snapshot(with_meta_columns=True), columns)
+    assert multiset(reader.snapshot(), columns) == multiset(table.hudi.snapshot(with_meta_columns=True), columns)
     assert META_COLUMNS[0] in columns
 
 

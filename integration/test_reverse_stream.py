@@ -86,7 +86,7 @@ def test_random_histories_reach_every_sink_exactly(
         assert (replayed, repeats) == (history.state, 0)
         assert kafka_changes(read_topic(kafka_endpoint, kafka_topic)) == expected_kafka
     assert batches >= 2
-    snapshot = {r.id: (r.id, r.v, r.ts, r.part) for r in table.snapshot().collect()}
+    snapshot = {r.id: (r.id, r.v, r.ts, r.part) for r in table.hudi.snapshot().collect()}
     assert snapshot == history.state  # the model is Hudi's table
     assert stream.run_once().sent is False  # caught up: nothing to send, no checkpoint
     assert [c.sequence for c in stream.checkpoints.history("serving")] == list(range(1, batches + 1))

@@ -57,7 +57,7 @@ def assert_kafka_holds(records: list[KafkaRecord], state: dict[int, Row], table:
     key's last record is its state."""
     per_key = kafka_changes(records)
     sent = {(key, op, commit) for key, events in per_key.items() for op, commit, _ in events}
-    for r in table.hudi_cdc(since).collect():
+    for r in table.hudi.cdc(since).collect():
         image = json.loads(r.after if r.op != "d" else r.before)
         assert (str(image["id"]), {"i": "c", "u": "u", "d": "d"}[r.op], r.ts_ms) in sent, (image, r.op, r.ts_ms)
     last = {int(key): events[-1] for key, events in per_key.items()}

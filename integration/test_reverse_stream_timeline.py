@@ -51,22 +51,22 @@ def test_hudi_writes_services_reads_and_cdc_work_beside_checkpoints(spark: Spark
     assert os.listdir(os.path.join(timeline_dir, "history"))  # Hudi archived instants beside ours
     assert sum(name.endswith(".reversecommit") for name in names) == 14  # and left ours alone
     # Hudi's reads agree with the model
-    snapshot = {r.id: (r.id, r.v, r.ts, r.part) for r in table.snapshot().collect()}
+    snapshot = {r.id: (r.id, r.v, r.ts, r.part) for r in table.hudi.snapshot().collect()}
     assert snapshot == history.state
     commits = list(table.timeline().write_commits())
     begin = commits[-3]
-    incremental = {r.id for r in table.incremental(begin).collect()}
+    incremental = {r.id for r in table.hudi.incremental(begin).collect()}
     recent = {c.requested_time for c in commits[-2:]}
-    written = {r.id for r in table.snapshot(with_meta_columns=True).collect() if r._hoodie_commit_time in recent}
+    written = {r.id for r in table.hudi.snapshot(with_meta_columns=True).collect() if r._hoodie_commit_time in recent}
     assert incremental == written
     # Hudi's CDC query and ours agree over the last commits
-    hudi_events = sorted(map(tuple, table.hudi_cdc(begin).collect()))
+    hudi_events = sorted(map(tuple, table.hudi.cdc(begin).collect()))
     assert hudi_events
     ours = sorted(map(tuple, ChangeQuery(spark, local_base_path).changes(begin.completion_time or "").collect()))
     assert ours == hudi_events
     table.compaction.schedule()
     table.compaction.run()
-    assert {r.id for r in table.read_optimized().collect()} == set(history.state)
+    assert {r.id for r in table.hudi.read_optimized().collect()} == set(history.state)
     # the stream's own view: every checkpoint published, the exported files equal the table
     assert [c.sequence for c in stream.checkpoints.history("beside-hudi")] == list(range(1, 15))
     assert replay_files(files) == (history.state, 0)

@@ -80,7 +80,7 @@ def test_a_repeated_read_of_an_unchanged_table_executes_only_itself(
     table = create(spark, local_base_path, metadata_table=metadata_table, table_type=table_type)
     first = table.insert(rows(spark, [(k, f"v{k}", 1, f"p{k % 2}") for k in range(20)]))
     table.upsert(rows(spark, [(k, f"u{k}", 2, f"p{k % 2}") for k in range(0, 20, 3)]))
-    expected = multiset(table.snapshot())
+    expected = multiset(table.hudi.snapshot())
     # the first reads learn the table (the timeline and its metadata, in their own tasks)
     with executions(plain_spark) as sent:
         assert multiset(TableReader(plain_spark, local_base_path).snapshot()) == expected

@@ -131,7 +131,7 @@ def test_a_timestamp_key_generators_partition_column_reads_as_hudis_string(
     }
     spark.createDataFrame([(1, day, 1), (2, day + 86_400_000, 1)], "id int, event_ms long, ts int") \
         .write.format("hudi").options(**options).mode("append").save(path)
-    theirs = HudiTable.open(spark, path).snapshot()
+    theirs = HudiTable.open(spark, path).hudi.snapshot()
     mine = TableReader(plain_spark, path).snapshot().drop("_hoodie_commit_time", "_hoodie_commit_seqno",
                                                           "_hoodie_record_key", "_hoodie_partition_path",
                                                           "_hoodie_file_name")
@@ -185,8 +185,8 @@ def test_url_encoded_partition_values_read_as_stored_where_hudis_incremental_sho
     path = str(tmp_path / "t")
     write_step(spark, shape(url_encode=True), path, Write("insert", (Record(0, "x/y", 10, 0, "p", 0),)))
     table = HudiTable.open(spark, path)
-    assert {r.part for r in table.snapshot().collect()} == {"x/y"}
-    assert {r.part for r in table.incremental("earliest").collect()} == {"x%2Fy"}  # Hudi's, encoded
+    assert {r.part for r in table.hudi.snapshot().collect()} == {"x/y"}
+    assert {r.part for r in table.hudi.incremental("earliest").collect()} == {"x%2Fy"}  # Hudi's, encoded
     reader = TableReader(plain_spark, path)
     assert {r.part for r in reader.snapshot().collect()} == {r.part for r in reader.incremental("earliest").collect()} \
         == {"x/y"}

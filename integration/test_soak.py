@@ -227,7 +227,7 @@ def test_soak_every_sink_ends_equal_to_the_table(tmp_path: Path, postgres_dsn: s
             assert postgres_rows(postgres_dsn, soak.pg_tables[name]) == history.state, f"{name}: PostgreSQL"
             repeats[name] = _assert_kafka_equals(read_topic(soak.kafka_endpoint, soak.topics[name]), history, name)
         print(f"Kafka records repeated: {repeats}")
-        assert {r.id: (r.id, r.v, r.ts, r.part) for r in table.snapshot().collect()} == history.state
+        assert {r.id: (r.id, r.v, r.ts, r.part) for r in table.hudi.snapshot().collect()} == history.state
         for name, where in (("inline", "inline forwarding"), ("standalone", "standalone batch")):
             if not any(failure.startswith(where) for failure in soak.failures):
                 assert repeats[name] == 0, f"{name}: records repeated without a failed batch"

@@ -75,7 +75,7 @@ def test_sql_written_tables_read_as_hudi_reads_them(
     commits = list(table.timeline().write_commits())
     assert len(commits) >= len(statements)
     reader = TableReader(plain_spark, local_base_path)
-    theirs = _records(table.snapshot())
+    theirs = _records(table.hudi.snapshot())
     assert _records(reader.snapshot()) == theirs
     assert {row[0][1]: dict(row) for row in theirs}[1]["price"] == 11.0  # the stale partial update lost
     for commit in commits:
@@ -93,10 +93,10 @@ def test_sql_written_tables_read_as_hudi_reads_them(
         state = reader.as_of(max(in_range))
         assert ours == _records(state.where(state["_hoodie_commit_time"].isin(in_range))), (begin, end)
         if table_type == "cow":  # Hudi 1.2's incremental query returns corrupt rows over partial-update blocks
-            assert ours == _records(table.incremental(begin, end)), (begin, end)
+            assert ours == _records(table.hudi.incremental(begin, end)), (begin, end)
     query = ChangeQuery(plain_spark, local_base_path)
     for begin, end in (("earliest", None), (commits[1], commits[4])):
-        ours, hudis = events(query.changes(begin, end)), events(table.hudi_cdc(begin, end))
+        ours, hudis = events(query.changes(begin, end)), events(table.hudi.cdc(begin, end))
         assert ours == hudis, f"({begin}, {end}]\nours only: {ours - hudis}\nHudi only: {hudis - ours}"
     spark.sql(f"DROP TABLE {name}")
 
@@ -126,5 +126,6 @@ def test_statistics_never_prune_a_record_merged_from_two_files(
         assert sum(len(s.file_slices) for s in index.list_files_at(predicates=[alone])) == 1
     assert _records(TableReader(plain_spark, local_base_path).snapshot(predicates=[wanted])) == theirs
     # HudiTable's reads through Hudi turn its data skipping off on such tables
-    assert _records(HudiTable.open(spark, local_base_path).snapshot().where("price = 99.0 AND name = 'a'")) == theirs
+    hudis = HudiTable.open(spark, local_base_path).hudi.snapshot()
+    assert _records(hudis.where("price = 99.0 AND name = 'a'")) == theirs
     spark.sql(f"DROP TABLE {name}")

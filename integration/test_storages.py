@@ -90,7 +90,7 @@ def test_reads_on_the_storage_equal_hudis(
         assert "commit" in actions, actions  # the compaction
     assert assert_equal_reads(plain_storages_spark, table, cell) == "equal"
     read_optimized = TableReader(plain_storages_spark, path).read_optimized()
-    assert multiset(read_optimized) == multiset(table.read_optimized(with_meta_columns=True))
+    assert multiset(read_optimized) == multiset(table.hudi.read_optimized(with_meta_columns=True))
 
     # the listing through the metadata table equals the storage's, now and as of the second commit
     commits = [c.requested_time for c in TableReader(plain_storages_spark, path).view.timeline().write_commits()]
@@ -100,7 +100,7 @@ def test_reads_on_the_storage_equal_hudis(
         assert through_metadata
     # the record index puts each key where Hudi's snapshot has it
     hudis = {(r._hoodie_record_key): (r._hoodie_partition_path, r._hoodie_file_name.split("_", 1)[0])
-             for r in table.snapshot(with_meta_columns=True).select(
+             for r in table.hudi.snapshot(with_meta_columns=True).select(
                  "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name").collect()}
     located = RecordIndex(plain_storages_spark, path).tag([*hudis, "no-such-key"])
     assert located.pop("no-such-key") is None
@@ -111,7 +111,7 @@ def test_reads_on_the_storage_equal_hudis(
     assert sorted(e["requested_time"] for e in history) == sorted(
         i.requested_time for i in table.timeline() if i.is_completed)
     changes = _cli(capsys, "changes", path, "--remote", plain_storages_url, "--json").splitlines()
-    assert len(changes) == table.hudi_cdc("earliest").count() > 0
+    assert len(changes) == table.hudi.cdc("earliest").count() > 0
     files = {(f["partition"], f["file_id"], f["base_file"], tuple(f["log_files"]))
              for f in json.loads(_cli(capsys, "files", path, "--remote", plain_storages_url, "--json"))}
     assert files == {(p, f, b, logs) for p, f, _, b, logs in _slices(FileIndex(plain_storages_spark, path))}

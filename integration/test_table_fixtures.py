@@ -20,7 +20,7 @@ from hudi_connect.table.hudi_table import HudiTable
 
 
 def rows_of_spark(table: HudiTable, columns: list[str], as_of: str | None = None) -> Counter[tuple[Any, ...]]:
-    df = table.as_of(as_of) if as_of else table.snapshot()
+    df = table.hudi.as_of(as_of) if as_of else table.hudi.snapshot()
     return row_multiset((r.asDict(recursive=True) for r in df.select(*columns).collect()), columns)
 
 
@@ -39,10 +39,10 @@ def test_fixture_reads_equal_hudi_rs(spark: SparkSession, tmp_path: Path, name: 
     table = HudiTable.open(spark, str(base))
     commits = table.timeline().write_commits()
     if len(commits) == 0:
-        assert table.snapshot().count() == 0
+        assert table.hudi.snapshot().count() == 0
         assert rows_of_hudi_rs(base, []) == Counter()
         return
-    columns = [c for c in table.snapshot().columns if c not in META_COLUMNS]
+    columns = [c for c in table.hudi.snapshot().columns if c not in META_COLUMNS]
     expected = rows_of_hudi_rs(base, columns)
     assert sum(expected.values()) > 0
     assert rows_of_spark(table, columns) == expected

@@ -187,7 +187,7 @@ class TableMachine(RuleBasedStateMachine):
 
     @invariant()
     def snapshot_equals_model(self) -> None:
-        assert table_rows(self.table.snapshot()) == model_rows(self.state)
+        assert table_rows(self.table.hudi.snapshot()) == model_rows(self.state)
 
     @invariant()
     def latest_commit_reads_back_in_time_and_incrementally(self) -> None:
@@ -199,16 +199,16 @@ class TableMachine(RuleBasedStateMachine):
         for index, (instant, state, written_by) in enumerate(self.history):
             if (instant, state, written_by) not in to_check:
                 continue
-            assert table_rows(self.table.as_of(instant)) == model_rows(state), f"as of {instant.requested_time}"
+            assert table_rows(self.table.hudi.as_of(instant)) == model_rows(state), f"as of {instant.requested_time}"
             previous = self.history[index - 1][0] if index > 0 else "earliest"
             changed = {k: r for k, r in state.items() if written_by[k] == instant}
-            assert table_rows(self.table.incremental(previous, instant)) == model_rows(changed), (
+            assert table_rows(self.table.hudi.incremental(previous, instant)) == model_rows(changed), (
                 f"incremental ({previous}, {instant.requested_time}]"
             )
 
     def teardown(self) -> None:
         for instant, state, _ in self.history:
-            assert table_rows(self.table.as_of(instant)) == model_rows(state), f"as of {instant.requested_time}"
+            assert table_rows(self.table.hudi.as_of(instant)) == model_rows(state), f"as of {instant.requested_time}"
 
 
 # CI runs each table type once and each storage once: COW locally in the first leg, MOR on MinIO in the container

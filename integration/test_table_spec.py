@@ -115,8 +115,8 @@ def test_written_table_listing_and_record_index_with_a_failed_write(
     assert_listings_agree(plain_spark, local_base_path)
     reader = TableReader(plain_spark, local_base_path)
     assert reader.snapshot().where("v = 'failed'").count() == 0
-    assert rows_of(reader.read_optimized()) == rows_of(table.read_optimized())
-    assert rows_of(reader.snapshot()) == rows_of(table.snapshot())
+    assert rows_of(reader.read_optimized()) == rows_of(table.hudi.read_optimized())
+    assert rows_of(reader.snapshot()) == rows_of(table.hudi.snapshot())
 
     # slices between two commits: exactly the file groups those commits wrote
     index = FileIndex(plain_spark, local_base_path)
@@ -158,7 +158,7 @@ def test_a_pruned_listing_through_the_metadata_table_reads_a_partition_deleted_l
     reader = TableReader(plain_spark, local_base_path)
     for instant in (first, second):
         assert rows_of(reader.as_of(instant, [col("part") == "p1"])) == rows_of(
-            table.as_of(instant).where("part = 'p1'")) != Counter()
+            table.hudi.as_of(instant).where("part = 'p1'")) != Counter()
 
 
 def test_metadata_table_behind_falls_back_to_storage(

@@ -304,7 +304,7 @@ def _kill_point(run: Run, phase: str, index: int) -> None:
     TALLY[f"first write after restart: {first}"] += 1
     run.model = after
     ours = {r.id: (r.v, r.ts) for r in TableReader(run.plain, run.path).snapshot().select("id", "v", "ts").collect()}
-    hudi = {r.id: (r.v, r.ts) for r in run.writer().snapshot().select("id", "v", "ts").collect()}
+    hudi = {r.id: (r.v, r.ts) for r in run.writer().hudi.snapshot().select("id", "v", "ts").collect()}
     assert ours == hudi == run.model, "after recovery, ours equals Hudi's own read"
     if run.config.forwarding:
         completed = _committed(TableReader(run.plain, run.path).view)
@@ -410,7 +410,7 @@ def test_recover_refuses_while_a_writer_is_alive(writer_server: KillableServer, 
             other.recover()
         writing.result()
     assert other.recover().rolled_back == ()
-    assert {r.id: r.v for r in other.snapshot().select("id", "v").collect()} == {r[0]: r[1] for r in rows}
+    assert {r.id: r.v for r in other.hudi.snapshot().select("id", "v").collect()} == {r[0]: r[1] for r in rows}
 
 
 @pytest.mark.full  # the plugin it guards loads at every Hudi server's start, under every write of the suite
@@ -441,4 +441,4 @@ def test_a_fresh_server_whose_first_write_compacts_the_metadata_table(writer_ser
         writes_that_compacted += bool({n for n in watch.names(True) if n.endswith(".commit")} - compactions)
     # Hudi compacts at a write's start (never after its commit): a write during which a compaction completed began so
     assert writes_that_compacted >= 1, "no write compacted the metadata table"
-    assert {r.id: (r.v, r.ts) for r in table.snapshot().select("id", "v", "ts").collect()} == model
+    assert {r.id: (r.v, r.ts) for r in table.hudi.snapshot().select("id", "v", "ts").collect()} == model

@@ -107,7 +107,7 @@ def _after_the_releases_clean(writer: SparkSession, plain_spark: SparkSession, c
     forget_table(plain_spark, path)
     reader = TableReader(plain_spark, path)
     columns = sorted(set(reader.snapshot().columns) - IGNORED)
-    assert multiset(reader.snapshot(), columns) == multiset(table.snapshot(with_meta_columns=True), columns)
+    assert multiset(reader.snapshot(), columns) == multiset(table.hudi.snapshot(with_meta_columns=True), columns)
     commits = list(reader.view.timeline().write_commits())
     refused = []
     for commit in commits:
@@ -117,7 +117,8 @@ def _after_the_releases_clean(writer: SparkSession, plain_spark: SparkSession, c
             assert "clean" in str(refusal), refusal
             refused.append(commit.requested_time)
             continue
-        assert ours == multiset(table.as_of(commit, with_meta_columns=True), columns), f"as of {commit} after the clean"
+        theirs = multiset(table.hudi.as_of(commit, with_meta_columns=True), columns)
+        assert ours == theirs, f"as of {commit} after the clean"
     assert refused and commits[-1].requested_time not in refused, refused
     begin = commits[-2]
     if release.startswith("1.0") and begin.completion_time:  # (its begin is inclusive, above)
@@ -125,7 +126,7 @@ def _after_the_releases_clean(writer: SparkSession, plain_spark: SparkSession, c
     else:
         theirs_begin = begin
     assert multiset(reader.incremental(begin), columns) == multiset(
-        table.incremental(theirs_begin, with_meta_columns=True), columns)
+        table.hudi.incremental(theirs_begin, with_meta_columns=True), columns)
     print(f"Hudi {release} {cell.table_type} after its clean: time travel refused by name to {len(refused)} of "
           f"{len(commits)} commits (their files cleaned), equal elsewhere")
 
@@ -150,19 +151,19 @@ def _equal_to_the_releases_own_reads(plain_spark: SparkSession, table: HudiTable
             return str(int(begin.completion_time) + 1)
         return begin
 
-    same(reader.snapshot(), table.snapshot(with_meta_columns=True), "snapshot")
+    same(reader.snapshot(), table.hudi.snapshot(with_meta_columns=True), "snapshot")
     for commit in commits:
-        same(reader.as_of(commit), table.as_of(commit, with_meta_columns=True), f"as of {commit.requested_time}")
+        same(reader.as_of(commit), table.hudi.as_of(commit, with_meta_columns=True), f"as of {commit.requested_time}")
     for begin, end in (("earliest", commits[1]), (commits[1], None), (commits[0], commits[3])):
-        same(reader.incremental(begin, end), table.incremental(theirs_from(begin), end, with_meta_columns=True),
+        same(reader.incremental(begin, end), table.hudi.incremental(theirs_from(begin), end, with_meta_columns=True),
              f"incremental ({begin}, {end}]")
     for begin, end in (("earliest", None), (commits[1], commits[3])) if cdc else ():
-        ours, theirs = change_events(query.changes(begin, end)), change_events(table.hudi_cdc(theirs_from(begin), end))
+        ours, theirs = change_events(query.changes(begin, end)), change_events(table.hudi.cdc(theirs_from(begin), end))
         assert sum(ours.values()) > 0
         if ours != theirs:
             assert release.startswith("1.0"), \
                 f"Hudi {release}, changes ({begin}, {end}]: {ours - theirs}, {theirs - ours}"
-            assert ours == change_events(hudi_12.hudi_cdc(begin, end)), f"changes ({begin}, {end}]: Hudi 1.2's"
+            assert ours == change_events(hudi_12.hudi.cdc(begin, end)), f"changes ({begin}, {end}]: Hudi 1.2's"
             print(f"Hudi {release}'s own CDC query, changes ({begin}, {end}]: {sum((ours - theirs).values())} of "
                   f"Hudi 1.2's events missing, {sum((theirs - ours).values())} others")
 
@@ -221,7 +222,7 @@ def test_a_table_upgraded_from_0_15_through_1_0_to_1_2_reads_equal_hudi_12s(
         assert multiset(reader.as_of(commit), data_columns) == model_as_of(commit.requested_time), \
             f"as of {commit}"
     for commit in torn:  # Hudi's answer there lacks exactly some of the commit's own records
-        theirs = multiset(latest.as_of(commit), data_columns)
+        theirs = multiset(latest.hudi.as_of(commit), data_columns)
         ours = multiset(reader.as_of(commit), data_columns)
         missing, instead = ours - theirs, theirs - ours
         # what Hudi shows instead of the commit's updates is the commit before's values of the same keys

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, cast
@@ -29,6 +30,8 @@ from hudi_connect.client.session_close import guard_close
 from hudi_connect.client.storage_settings import with_server_settings
 from hudi_connect.client.worker_errors import worker_refusal
 from hudi_connect.core.errors import HudiConnectError, ServerUnavailableError, StorageAccessError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SERVER_TIMEOUT = 30.0  # seconds of retrying an unreachable server before giving up
 _TIMEOUT_ATTRIBUTE = "_hudi_connect_server_timeout"
@@ -209,7 +212,7 @@ def over_connect(doing: str, *, outcome: str = "") -> Callable[[Callable[P, R]],
                 try:
                     yield from cast(Iterator[Any], method(*args, **kwargs))
                 except Exception as error:
-                    _translate(error, args, doing, outcome)
+                    _translate_logged(error, args, doing, outcome)
                     raise
 
             return cast(Callable[P, R], iterate)
@@ -220,7 +223,7 @@ def over_connect(doing: str, *, outcome: str = "") -> Callable[[Callable[P, R]],
             try:
                 return method(*args, **kwargs)
             except Exception as error:
-                _translate(error, args, doing, outcome)
+                _translate_logged(error, args, doing, outcome)
                 raise
 
         return call
@@ -232,6 +235,23 @@ def _refuse_known_lost(args: tuple[Any, ...], doing: str) -> None:
     known = _session_among(args)
     if known is not None and was_lost(known):  # a Spark 3.5 server back up would answer with a new,
         raise lost_server_error(known, doing, earlier=True)  # empty session: never use it again
+
+
+def _translate_logged(error: Exception, args: tuple[Any, ...], doing: str, outcome: str) -> None:
+    """:func:`_translate`, logging the library's error once (the innermost guarded call that met it)."""
+    try:
+        _translate(error, args, doing, outcome)
+    except HudiConnectError as translated:
+        _log_once(doing, translated)
+        raise
+    if isinstance(error, HudiConnectError):
+        _log_once(doing, error)
+
+
+def _log_once(doing: str, error: HudiConnectError) -> None:
+    if not getattr(error, "_hudi_connect_logged", False):
+        log.info("%s: %s: %s", doing, type(error).__name__, error)
+        error._hudi_connect_logged = True  # type: ignore[attr-defined]
 
 
 def _translate(error: Exception, args: tuple[Any, ...], doing: str, outcome: str) -> None:

@@ -11,6 +11,7 @@ completion time lies in (begin, end] on tables of version 8 and later).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial, reduce
@@ -60,6 +61,7 @@ from hudi_connect.core.format.timeline import Instant, Timeline, range_time, val
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.user_predicates import Translation, UserPredicates, conjuncts, describe, translate_all
 
+log = logging.getLogger(__name__)
 MAX_PLANNED_SLICES = 20_000
 """The most file slices a read plans on the client. A read of more makes its slices on the executors
 (:meth:`~hudi_connect.spec.FileIndex.slice_rows`), so that the client holds no more than this many at any size
@@ -352,6 +354,9 @@ class TableReader:
         if count_rows and plan.slices is not None and not translations and commits_in_range is None \
                 and IS_DELETED_COLUMN not in plan.schema.fieldNames():  # a base file may hold rows marked deleted
             plan = dataclasses.replace(plan, recorded_rows=recorded_rows(plan.slices, metadata))
+        kind = ("incremental read" if commits_in_range is not None else "read-optimized read" if read_optimized
+                else f"read as of {as_of}" if as_of is not None else "snapshot read")
+        log.info("%s of %s: %s", kind, self._base_path, plan.explain().replace("\n", "; "))
         return self._execute(plan, timeline, as_of), plan
 
     def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> None:

@@ -3,7 +3,7 @@
     stream = ReverseStream(spark, "s3a://lake/trips", "trips-to-serving",
                            [KafkaSink("broker:9092", "trips"), PostgresSink(dsn, "trips")])
     stream.run_once()                    # full read the first time, then the commits since the checkpoint
-    stream.run_continuously(interval=30, stop=threading.Event())
+    for batch in stream.run_continuously(interval=30): ...
 
 A batch covers the commits completed after the stream's checkpoint, up to the
 latest completed one (or ``max_commits`` of them). It is written to every sink
@@ -15,9 +15,10 @@ exactly once.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -85,6 +86,7 @@ class BatchResult:
 
 
 Progress = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
 class ReverseStream:
@@ -118,7 +120,7 @@ class ReverseStream:
         self._positioned = False  # whether a checkpoint read had a position: batches are likely incremental
         # the timeline and checkpoint claims of the last batch that found nothing new (see run_once)
         self._idle: tuple[Timeline, frozenset[str]] | None = None
-        self._progress = progress or (lambda message: None)
+        self._progress = _logged(progress)
         self._use_session(spark)
 
     def _use_session(self, spark: SparkSession, *, reconnected: bool = False) -> None:
@@ -270,17 +272,23 @@ class ReverseStream:
             self.sinks[0].write(batch, context)
             return int(counted.result()), lambda: None
 
-    def run_continuously(self, *, interval: float, stop: threading.Event, max_batches: int | None = None,
-                         reconnect: Callable[[], SparkSession] | None = None,
-                         max_reconnect_delay: float = 60.0) -> list[BatchResult]:
-        """Run batches every ``interval`` seconds until ``stop`` is set (checked between batches).
+    def run_continuously(self, *, interval: float, stop: threading.Event | None = None,
+                         max_batches: int | None = None, reconnect: Callable[[], SparkSession] | None = None,
+                         max_reconnect_delay: float = 60.0) -> Iterator[BatchResult]:
+        """Batches every ``interval`` seconds, each that sent records yielded as it completes (nothing is kept:
+        memory stays bounded however long it runs), until ``stop`` is set (checked between batches), after
+        ``max_batches``, or when the caller stops iterating::
+
+            for batch in stream.run_continuously(interval=30):
+                print(batch.records, batch.checkpoint)
 
         A lost server fails the batch (its checkpoint stays); the stream then opens a new session with
         ``reconnect`` (by default, like the session it has, when that came from ``hudi_connect.connect``),
         waiting 1 s, then twice as long each time up to ``max_reconnect_delay``, and resumes at its checkpoint.
         """
         reconnect = reconnect or reconnector(self._spark)
-        results: list[BatchResult] = []
+        stop = stop or threading.Event()
+        sent = 0
         delay = 1.0
         while not stop.is_set():
             try:
@@ -300,13 +308,23 @@ class ReverseStream:
                 continue
             delay = 1.0
             if result.sent:
-                results.append(result)
-                if max_batches is not None and len(results) >= max_batches:
-                    break
+                yield result
+                sent += 1
+                if max_batches is not None and sent >= max_batches:
+                    return
             else:
                 self._progress(f"{self.name}: up to date; next look in {interval:g}s")
             stop.wait(interval)
-        return results
+
+
+def _logged(progress: Progress | None) -> Progress:
+    """The stream's progress reports, logged too (``hudi_connect.reverse.streamer``, INFO)."""
+    def report(message: str) -> None:
+        log.info("%s", message)
+        if progress is not None:
+            progress(message)
+
+    return report
 
 
 def _on_session(sink: Sink, spark: SparkSession) -> Sink:

@@ -13,6 +13,7 @@ they committed, reads return DataFrames.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from hudi_connect.cdc import ChangeFormat, ChangeQuery
 from hudi_connect.client import remote_files
 from hudi_connect.client.server import require_hudi_server
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
@@ -29,6 +31,7 @@ from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.core.errors import (
     ForwardingFailedError,
     InvalidInstantError,
+    ServerMisconfiguredError,
     ServerUnavailableError,
     SinkError,
     TableExistsError,
@@ -48,6 +51,9 @@ from hudi_connect.core.format.table_config import (
 from hudi_connect.core.format.table_features import records_merge_columns
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.core.format.timeline import Instant, Timeline, range_time, validate_instant_time
+from hudi_connect.reader import TableReader
+from hudi_connect.spec import FileIndex, RecordIndex
+from hudi_connect.spec.user_predicates import UserPredicates
 from hudi_connect.table import options as opts
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.recovery import (
@@ -62,7 +68,10 @@ from hudi_connect.table.write_outcome import WRITE_ID_OPTION, WriteOutcome, Writ
 if TYPE_CHECKING:
     from hudi_connect.reverse.changes import StreamMode
     from hudi_connect.reverse.sink import Sink
-    from hudi_connect.reverse.streamer import ReverseStream
+    from hudi_connect.reverse.streamer import Progress, ReverseStream
+
+
+log = logging.getLogger(__name__)
 
 
 def _names(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -99,26 +108,50 @@ class HudiTable:
         base_path: str,
         properties: TableProperties,
         write_options: dict[str, str] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self._spark = ensure_bounded(spark)
+        self._progress = progress
         self._base_path = base_path.rstrip("/")
         self._properties = properties
         self._write_options = dict(write_options or {})
         self._view = TimelineView(spark, self._base_path, properties)
+        self._reader: TableReader | None = None
+        self._hudi_checked = False
         self.compaction = Compaction(self)
         self._forward: tuple[ReverseStream, ...] = ()
+
+    def _report(self, message: str) -> None:
+        log.info("%s", message)
+        if self._progress is not None:
+            self._progress(message)
+
+    def _require_hudi(self, what: str) -> None:
+        """Refuse ``what`` by name unless the server has Hudi's bundle (asked once per table object)."""
+        if not self._hudi_checked:
+            try:
+                require_hudi_server(self._spark)
+            except ServerMisconfiguredError as error:
+                raise ServerMisconfiguredError(
+                    f"{what} on {self._base_path} need Hudi on the server: {error}") from error
+            self._hudi_checked = True
 
     # --- opening and creating ---------------------------------------------------------
 
     @classmethod
     @over_connect("opening a table")
-    def open(cls, spark: SparkSession, path: str, *, options: dict[str, str] | None = None) -> HudiTable:
-        """Open the table at ``path``; TableNotFoundError / NotAHudiTableError otherwise.
+    def open(cls, spark: SparkSession, path: str, *, options: dict[str, str] | None = None,
+             progress: Progress | None = None) -> HudiTable:
+        """Open the table at ``path`` on any Spark Connect server; TableNotFoundError / NotAHudiTableError
+        otherwise. Reads, change queries, history, files and reverse streams work everywhere; writes, table
+        services and :attr:`hudi` need Hudi's bundle on the server (:class:`ServerMisconfiguredError` says what
+        it lacks).
 
-        ``options`` (``hoodie.*`` writer settings) apply to every write through this object.
+        ``options`` (``hoodie.*`` writer settings) apply to every write through this object; ``progress``
+        hears what its writes, table services and reverse streams are doing, one line at a time (the same
+        lines are logged under ``hudi_connect``, INFO).
         """
-        require_hudi_server(spark)
-        return cls(spark, path, load_properties(spark, path), options)
+        return cls(ensure_bounded(spark), path, load_properties(spark, path), options, progress)
 
     @classmethod
     @over_connect("looking for a table")
@@ -143,6 +176,7 @@ class HudiTable:
         metadata_indexes: Sequence[MetadataPartition | str] = (),
         options: dict[str, str] | None = None,
         name: str | None = None,
+        progress: Progress | None = None,
     ) -> HudiTable:
         """Create an empty table with its configuration fixed by a first, empty commit.
 
@@ -173,7 +207,7 @@ class HudiTable:
             empty.write.format("hudi").options(**write_options).mode("append").save(path)
         except PySparkException as error:
             raise WriteFailedError(f"creating the table at {path} failed: {_first_line(error)}") from error
-        return cls(spark, path, load_properties(spark, path), options)
+        return cls(spark, path, load_properties(spark, path), options, progress)
 
     # --- what the table is -------------------------------------------------------------
 
@@ -197,6 +231,7 @@ class HudiTable:
         """Re-read ``hoodie.properties`` (after another writer changed the table)."""
         self._properties = load_properties(self._spark, self._base_path)
         self._view = TimelineView(self._spark, self._base_path, self._properties)
+        self._reader = None
         return self
 
     @property
@@ -204,6 +239,10 @@ class HudiTable:
     def schema(self) -> StructType:
         """The table's data columns (no Hudi meta columns)."""
         return self.snapshot().schema
+
+    def _hudi_schema(self) -> StructType:
+        """The data columns as Hudi's own read gives them: what a write is checked against."""
+        return self.hudi.snapshot().schema
 
     @over_connect("listing the timeline")
     def timeline(self) -> Timeline:
@@ -223,18 +262,19 @@ class HudiTable:
     # --- reverse streams (RFC-70) -------------------------------------------------------------
 
     def reverse_stream(self, name: str, sinks: Sequence[Sink], *, mode: StreamMode = "changes",
-                       max_commits: int | None = None) -> ReverseStream:
+                       max_commits: int | None = None, progress: Progress | None = None) -> ReverseStream:
         """The named reverse stream of this table to ``sinks`` (see :class:`~hudi_connect.reverse.ReverseStream`)."""
         from hudi_connect.reverse.streamer import ReverseStream
 
-        return ReverseStream(self._spark, self._base_path, name, sinks, mode=mode, max_commits=max_commits)
+        return ReverseStream(self._spark, self._base_path, name, sinks, mode=mode, max_commits=max_commits,
+                             progress=progress or self._progress)
 
     def forwarding_to(self, *streams: ReverseStream) -> HudiTable:
         """This table, whose writes forward their commit to ``streams`` right after it completes (inline mode).
 
             table.forwarding_to(table.reverse_stream("serving", [PostgresSink(dsn, "trips")])).upsert(df)
         """
-        forwarding = HudiTable(self._spark, self._base_path, self._properties, self._write_options)
+        forwarding = HudiTable(self._spark, self._base_path, self._properties, self._write_options, self._progress)
         forwarding._forward = streams
         return forwarding
 
@@ -277,7 +317,7 @@ class HudiTable:
         ensure_columns(keys.schema, props.record_key_fields, what="the DataFrame of keys to delete")
         missing_partition = [c for c in props.partition_fields if c not in keys.columns]
         if missing_partition:  # the simple index needs each key's partition: look it up
-            located = self.snapshot().select(*props.record_key_fields, *props.partition_fields)
+            located = self.hudi.snapshot().select(*props.record_key_fields, *props.partition_fields)
             keys = located.join(keys.select(*props.record_key_fields).distinct(), list(props.record_key_fields))
         return self._write(keys, WriteOperation.DELETE, check_schema=False)
 
@@ -285,7 +325,7 @@ class HudiTable:
         """Delete every record matching a SQL condition on the table's columns."""
         props = self._properties
         columns = [*props.record_key_fields, *props.partition_fields, *props.ordering_fields]
-        matching = self.snapshot().where(condition).select(*dict.fromkeys(columns))
+        matching = self.hudi.snapshot().where(condition).select(*dict.fromkeys(columns))
         return self._write(matching, WriteOperation.DELETE, check_schema=False)
 
     def delete_partitions(self, partitions: Sequence[str]) -> Instant:
@@ -298,7 +338,7 @@ class HudiTable:
         paths = [self._partition_path(p) for p in partitions]
         if not paths:
             raise ValueError("name at least one partition to delete")
-        empty = self._spark.createDataFrame([], self.schema)
+        empty = self._spark.createDataFrame([], self._hudi_schema())
         return self._write(empty, WriteOperation.DELETE_PARTITION, partitions_to_delete=paths, check_schema=False)
 
     def _partition_path(self, partition: str) -> str:
@@ -319,6 +359,7 @@ class HudiTable:
         check_schema: bool = True,
         extra_options: dict[str, str] | None = None,
     ) -> Instant:
+        self._require_hudi("writes")
         props = self._properties
         required = [*props.record_key_fields, *props.partition_fields]
         if operation is not WriteOperation.DELETE and operation is not WriteOperation.DELETE_PARTITION:
@@ -327,7 +368,7 @@ class HudiTable:
             ensure_columns(df.schema, required, what=f"the DataFrame to {operation.value}")
             ensure_no_null_keys(df, props.record_key_fields)
         if check_schema:
-            check_write_schema(df.schema, self.schema, table=self._base_path)
+            check_write_schema(df.schema, self._hudi_schema(), table=self._base_path)
         write_options = (
             opts.table_write_options(props)
             | self._write_options
@@ -337,6 +378,7 @@ class HudiTable:
         write_id = new_write_id()
         write_options[WRITE_ID_OPTION] = write_id
         what = f"{operation.value} into {self._base_path} (write id {write_id})"
+        self._report(f"{what}: writing through Hudi")
         try:
             df.write.format("hudi").options(**write_options).mode("append").save(self._base_path)
         except Exception as error:
@@ -354,6 +396,7 @@ class HudiTable:
             outcome = self.outcome_of(write_id)
             if outcome.instant is None:
                 raise WriteFailedError(f"{what} finished but no commit carries its write id: {outcome}")
+            self._report(f"{what}: committed as {outcome.instant.action.value} {outcome.instant.requested_time}")
             self._forward_commit(outcome.instant)
         except ServerUnavailableError as lost:  # the write itself had been answered: say it committed
             forwarding = " Forwarding it to reverse streams did not finish: their next run sends it." \
@@ -463,18 +506,95 @@ class HudiTable:
                     "assume_no_writer=True if you know its server is gone")
 
     def _call(self, sql: str) -> list[dict[str, object]]:
+        self._require_hudi("table services (Hudi's procedures)")
+        self._report(f"{self._base_path}: {sql}")
         try:
             return [row.asDict() for row in self._spark.sql(sql).collect()]
         except PySparkException as error:
             raise WriteFailedError(f"'{sql}' failed on {self._base_path}: {_first_line(error)}") from error
 
-    # --- reads -----------------------------------------------------------------------------------------
+    # --- reads (jar-free: any Spark Connect server) -------------------------------------------------
+
+    @property
+    def reader(self) -> TableReader:
+        """The jar-free reader beneath this table's reads, for :meth:`TableReader.plan` and its ``explain()``
+        (it keeps Hudi's meta columns)."""
+        if self._reader is None:
+            self._reader = TableReader(self._spark, self._base_path, self._view)
+        return self._reader
+
+    @staticmethod
+    def _columns(df: DataFrame, with_meta_columns: bool) -> DataFrame:
+        return df if with_meta_columns else df.drop(*META_COLUMNS)
+
+    def snapshot(self, predicates: UserPredicates = (), *, with_meta_columns: bool = False) -> DataFrame:
+        """The latest state of every record. ``predicates`` (ours, ``F.col("city") == "paris"``, or SQL text,
+        one or a list that must all hold) prune partitions and files, then filter rows."""
+        return self._columns(self.reader.snapshot(predicates), with_meta_columns)
+
+    def read_optimized(self, predicates: UserPredicates = (), *, with_meta_columns: bool = False) -> DataFrame:
+        """Base files only: for MOR, the state as of the last compaction of each file group."""
+        return self._columns(self.reader.read_optimized(predicates), with_meta_columns)
+
+    def as_of(self, instant: Instant | str, predicates: UserPredicates = (), *,
+              with_meta_columns: bool = False) -> DataFrame:
+        """Time travel: the table as of a completed instant (by requested time), as Hudi's ``as.of.instant``."""
+        return self._columns(self.reader.as_of(instant, predicates), with_meta_columns)
+
+    def incremental(self, begin: Instant | str, end: Instant | str | None = None,
+                    predicates: UserPredicates = (), *, with_meta_columns: bool = False,
+                    fallback_to_full_scan: bool = True) -> DataFrame:
+        """Latest state (as of ``end``) of the records written by commits in (begin, end]; ``'earliest'`` starts
+        at the beginning (:meth:`TableReader.incremental` tells how ranges beyond the history are answered)."""
+        return self._columns(self.reader.incremental(begin, end, predicates,
+                                                     fallback_to_full_scan=fallback_to_full_scan), with_meta_columns)
+
+    def changes(self, begin: Instant | str, end: Instant | str | None = None, *, format: ChangeFormat = "hudi",
+                predicates: UserPredicates = ()) -> DataFrame:
+        """The changes of commits in (begin, end] (RFC-51 CDC, inferred where the table logs none), in Hudi's CDC
+        schema or another ``format`` (:meth:`ChangeQuery.changes` has the formats and Spark's change options)."""
+        return self.change_query.changes(begin, end, format=format, predicates=predicates)
+
+    @property
+    def change_query(self) -> ChangeQuery:
+        """The change query beneath :meth:`changes`, for its ``explain()`` and Spark-shaped options."""
+        return ChangeQuery(self._spark, self._base_path, view=self._view)
+
+    @property
+    def files(self) -> FileIndex:
+        """The table's files as RFC-64's Table Spec API lists them, pruned by predicates."""
+        return self.reader.index
+
+    @property
+    def record_index(self) -> RecordIndex:
+        """Where records are, by key, from the metadata table's record index."""
+        return RecordIndex(self._spark, self._base_path, self._view)
+
+    # --- Hudi's own reads (a server with Hudi's bundle) -------------------------------------------
+
+    @property
+    def hudi(self) -> HudiReads:
+        """Hudi's own Spark datasource reads of this table (a server with Hudi's bundle), kept for comparison
+        and as a fallback: ``table.hudi.snapshot()``."""
+        self._require_hudi("Hudi's own reads")
+        return HudiReads(self)
+
+
+class HudiReads:
+    """Hudi's own query types through its Spark datasource: snapshot, read-optimized, time travel,
+    incremental and CDC, each a DataFrame Hudi's bundle on the server plans."""
+
+    def __init__(self, table: HudiTable) -> None:
+        self._table = table
+        self._spark = table.spark
+        self._base_path = table.base_path
 
     def _read(self, options: dict[str, str]) -> DataFrame:
+        properties = self._table.properties
         if self._uses_schema_on_read():
             # Hudi matches columns by id only when the read asks for it; otherwise a renamed column reads null
             options = {**options, "hoodie.schema.on.read.enable": "true"}
-        if records_merge_columns(self._properties):
+        if records_merge_columns(properties):
             # Hudi 1.2's data skipping prunes a slice whose merged record matches a filter over several columns
             # that none of its files' statistics admit (partial-update log blocks): it would return no row
             options = {**options, "hoodie.enable.data.skipping": "false"}
@@ -482,28 +602,28 @@ class HudiTable:
 
     def _uses_schema_on_read(self) -> bool:
         """Whether a commit recorded an InternalSchema (ALTER TABLE under schema on read, or writes after it)."""
-        metadata = self._view.commit_metadata(list(self.timeline().write_commits()))
+        metadata = self._table.commit_metadata(list(self._table.timeline().write_commits()))
         return uses_schema_on_read(commit.extra_metadata for commit in metadata.values())
 
-    @over_connect("planning a snapshot read")
+    @over_connect("planning Hudi's snapshot read")
     def snapshot(self, *, with_meta_columns: bool = False) -> DataFrame:
         """The latest state of every record."""
         df = self._read(opts.snapshot_options())
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
-    @over_connect("planning a read-optimized read")
+    @over_connect("planning Hudi's read-optimized read")
     def read_optimized(self, *, with_meta_columns: bool = False) -> DataFrame:
         """Base files only: for MOR, the state as of the last compaction of each file group."""
         df = self._read(opts.read_optimized_options())
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
-    @over_connect("planning a time-travel read")
+    @over_connect("planning Hudi's time-travel read")
     def as_of(self, instant: Instant | str, *, with_meta_columns: bool = False) -> DataFrame:
         """Time travel: the table as of a completed instant (by requested time)."""
         requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
-        timeline = self.timeline()
+        view = self._table._view
         # archived commits too: Hudi answers them while the cleaner has not taken their files
-        first = self._view.first_write_commit(timeline, reaching=requested)
+        first = view.first_write_commit(self._table.timeline(), reaching=requested)
         if first is None or requested < first.requested_time:
             raise InvalidInstantError(
                 f"cannot read {self._base_path} as of {requested}: its first commit is "
@@ -514,9 +634,9 @@ class HudiTable:
 
     def _range_time(self, instant: Instant | str) -> str:
         """The time Hudi compares in incremental ranges (:func:`~hudi_connect.core.format.timeline.range_time`)."""
-        return range_time(instant, by_completion=self._properties.ranges_by_completion)
+        return range_time(instant, by_completion=self._table.properties.ranges_by_completion)
 
-    @over_connect("planning an incremental read")
+    @over_connect("planning Hudi's incremental read")
     def incremental(
         self, begin: Instant | str, end: Instant | str | None = None, *, with_meta_columns: bool = False,
         fallback_to_full_scan: bool | None = None,
@@ -536,9 +656,9 @@ class HudiTable:
         return df if with_meta_columns else df.drop(*META_COLUMNS)
 
     @over_connect("planning Hudi's CDC query")
-    def hudi_cdc(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
-        """Hudi's own CDC query (needs ``hoodie.table.cdc.enabled``), kept for comparison and fallback."""
-        if not self._properties.cdc_enabled:
+    def cdc(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
+        """Hudi's own CDC query (needs ``hoodie.table.cdc.enabled``)."""
+        if not self._table.properties.cdc_enabled:
             raise UnsupportedOperationError(
                 f"the table at {self._base_path} was not created with CDC enabled (hoodie.table.cdc.enabled), "
                 "so Hudi's CDC query refuses it"

@@ -283,23 +283,23 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
     reader = TableReader(plain, table.base_path)
     predicates = [user_predicate(request)] if request.predicate is not None else []
     if request.kind == "snapshot":
-        return (lambda: reader.snapshot(predicates), lambda: table.snapshot(with_meta_columns=True))
+        return (lambda: reader.snapshot(predicates), lambda: table.hudi.snapshot(with_meta_columns=True))
     if request.kind == "read_optimized":
-        return (lambda: reader.read_optimized(predicates), lambda: table.read_optimized(with_meta_columns=True))
+        return (lambda: reader.read_optimized(predicates), lambda: table.hudi.read_optimized(with_meta_columns=True))
     if -request.commit > len(commits):
         return None
     end = commits[request.commit]
     if request.kind == "as_of":
-        return (lambda: reader.as_of(end, predicates), lambda: table.as_of(end, with_meta_columns=True))
+        return (lambda: reader.as_of(end, predicates), lambda: table.hudi.as_of(end, with_meta_columns=True))
     if request.begin > len(commits) or (request.begin and commits[request.begin - 1] == end):
         return None
     begin: Instant | str = "earliest" if request.begin == 0 else commits[request.begin - 1]
     if isinstance(begin, Instant) and commits.index(begin) > commits.index(end):
         return None
     if request.kind == "changes":
-        return (lambda: ChangeQuery(plain, table.base_path).changes(begin, end), lambda: table.hudi_cdc(begin, end))
+        return (lambda: ChangeQuery(plain, table.base_path).changes(begin, end), lambda: table.hudi.cdc(begin, end))
     return (lambda: reader.incremental(begin, end, predicates),
-            lambda: table.incremental(begin, end, with_meta_columns=True))
+            lambda: table.hudi.incremental(begin, end, with_meta_columns=True))
 
 
 def _their_rows(read: Any, request: Request, url_encoded: bool) -> tuple[dict[str, str], Counter[Any]] | str:

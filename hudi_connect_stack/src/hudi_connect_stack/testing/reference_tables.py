@@ -82,10 +82,10 @@ def write_reference_table(spark: SparkSession, path: str, spec: ReferenceTable) 
     return Answers(
         commits=commits,
         completions=completions,
-        snapshot=_records(table.snapshot()),
-        as_of={c: _records(table.as_of(c)) for c in commits},
+        snapshot=_records(table.hudi.snapshot()),
+        as_of={c: _records(table.hudi.as_of(c)) for c in commits},
         cdc={Answers.range_key(begin, end): [[r.op, r.ts_ms, r.before, r.after]
-                                             for r in table.hudi_cdc(begin, end).collect()]
+                                             for r in table.hudi.cdc(begin, end).collect()]
              for begin, end in Answers.cdc_ranges(completions)},
     )
 
