@@ -32,6 +32,7 @@ except ImportError as missing:  # the Spark line is an extra: a Connect client w
 import logging
 
 from hudi_connect.cdc import ChangeFormat, ChangeQuery
+from hudi_connect.client.instants import InstantLike
 from hudi_connect.client.server import connect, require_hudi_server
 from hudi_connect.client.server_loss import bound_server_wait, is_server_lost
 from hudi_connect.client.timeline_view import forget_table
@@ -67,7 +68,7 @@ from hudi_connect.core.errors import (
 from hudi_connect.core.format.commit_metadata import CommitMetadataError
 from hudi_connect.core.format.history import HistoryEntry
 from hudi_connect.core.format.table_config import CdcLoggingMode, MetadataPartition, TableProperties, TableType
-from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline
+from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline, instant_time_of
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import BatchResult, Checkpoint, FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.spec import (
@@ -112,6 +113,7 @@ __all__ = [
     "HudiConnectError",
     "HudiTable",
     "Instant",
+    "InstantLike",
     "InstantState",
     "InvalidInstantError",
     "KafkaSink",
@@ -153,6 +155,7 @@ __all__ = [
     "connect",
     "fn",
     "forget_table",
+    "instant_time_of",
     "is_server_lost",
     "library_errors",
     "lit",

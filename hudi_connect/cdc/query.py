@@ -33,6 +33,7 @@ from hudi_connect.cdc.jvm_decoding import (
 )
 from hudi_connect.cdc.spark_changes import DeduplicationMode, check_options, spark_change_rows
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
 from hudi_connect.client.result_rows import result_rows
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
@@ -143,11 +144,14 @@ class ChangeQuery:
                 self._reader.properties.raw.get("hoodie.table.partial.update.mode", ""),
                 where=f"the table at {self._base_path}", detail="snapshot, time travel and incremental reads work")
 
-    def _range(self, begin: Instant | str, end: Instant | str | None,
+    def _range(self, begin: InstantLike, end: InstantLike | None,
                timeline: Timeline | None = None) -> tuple[list[Instant], list[Instant]]:
         """The write commits (the last archived one first, where the range holds the active timeline's first
         commit and needs its predecessor) and those in (begin, end]. A range reaching archived commits is
         refused: their metadata is not read, and a change stream computed from part of the range is wrong."""
+        properties = self._reader.properties
+        begin = resolve_instant(self._spark, properties, begin)
+        end = resolve_optional(self._spark, properties, end)
         view = self._reader.view
         timeline = timeline or view.timeline()
         by_completion = view.properties.ranges_by_completion
@@ -169,14 +173,14 @@ class ChangeQuery:
         return [last, *commits], in_range
 
     @over_connect("planning a change query")
-    def splits(self, begin: Instant | str, end: Instant | str | None = None) -> list[CdcSplit]:
+    def splits(self, begin: InstantLike, end: InstantLike | None = None) -> list[CdcSplit]:
         """The splits of the commits in (begin, end] that change data: one per file group per commit, each
         with its RFC-51 inference case (what :meth:`explain` shows)."""
         commits, in_range = self._range(begin, end)
         return infer_splits(commits, self._reader.view.commit_metadata(in_range), in_range)
 
     @over_connect("explaining a change query")
-    def explain(self, begin: Instant | str, end: Instant | str | None = None) -> str:
+    def explain(self, begin: InstantLike, end: InstantLike | None = None) -> str:
         """One line per file group per commit: its inference case and the files it reads; then, where
         ``.cdc`` records hold whole events, who decodes them and why."""
         lines = [split.describe() for split in self.splits(begin, end)]
@@ -198,7 +202,7 @@ class ChangeQuery:
             raise InvalidInstantError(f"{self._base_path} has no commit with a schema")
         return schema
 
-    def _plan(self, begin: Instant | str, end: Instant | str | None, predicates: Sequence[Expression]) -> _Plan:
+    def _plan(self, begin: InstantLike, end: InstantLike | None, predicates: Sequence[Expression]) -> _Plan:
         view = self._reader.view
         props = view.properties
         # listed once: every step of the plan sees the same timeline; the table's files in the same task
@@ -329,7 +333,7 @@ class ChangeQuery:
         self._reader.view.keep_cdc_schemas(keys, schemas)
         return schemas
 
-    def _events(self, begin: Instant | str, end: Instant | str | None,
+    def _events(self, begin: InstantLike, end: InstantLike | None,
                 predicates: Sequence[Expression]) -> tuple[DataFrame, StructType]:
         """Events with images as structs of the record schema (the second value)."""
         plan = self._plan(begin, end, predicates)
@@ -353,7 +357,7 @@ class ChangeQuery:
         return reduce(lambda a, b: a.unionByName(b), parts), plan.spark_schema
 
     @over_connect("planning a change query")
-    def changes(self, begin: Instant | str, end: Instant | str | None = None, *,
+    def changes(self, begin: InstantLike, end: InstantLike | None = None, *,
                 format: ChangeFormat = "hudi", predicates: UserPredicates = (),
                 deduplication_mode: DeduplicationMode = "dropCarryovers", compute_updates: bool = False) -> DataFrame:
         """The changes of commits in (begin, end], in Hudi's CDC schema or another ``format``.
@@ -401,14 +405,14 @@ class ChangeQuery:
         raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed', 'debezium' or 'spark'")
 
     @over_connect("planning a change query")
-    def typed_changes(self, begin: Instant | str, end: Instant | str | None = None, *,
+    def typed_changes(self, begin: InstantLike, end: InstantLike | None = None, *,
                       predicates: UserPredicates = ()) -> tuple[DataFrame, StructType]:
         """The ``typed`` changes and their images' struct type, known from the table's schema without asking
         the server (each schema question is a round trip of tens of milliseconds)."""
         events, schema = self._kept_events(begin, end, predicates)
         return _typed(events), schema
 
-    def _kept_events(self, begin: Instant | str, end: Instant | str | None,
+    def _kept_events(self, begin: InstantLike, end: InstantLike | None,
                      predicates: UserPredicates) -> tuple[DataFrame, StructType]:
         given = as_sequence(predicates)
         translations = translate_all(given)

@@ -23,6 +23,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
 from hudi_connect.client.timeline_view import TimelineView
@@ -57,7 +58,7 @@ from hudi_connect.core.format.table_features import (
     string_partition_columns,
 )
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, META_COLUMNS, record_schema
-from hudi_connect.core.format.timeline import Instant, Timeline, range_time, validate_instant_time
+from hudi_connect.core.format.timeline import Instant, Timeline, as_of_time, range_time
 from hudi_connect.spec.file_index import FileIndex, TableState
 from hudi_connect.spec.user_predicates import Translation, UserPredicates, conjuncts, describe, translate_all
 
@@ -398,11 +399,13 @@ class TableReader:
         return self._read(None, predicates=predicates, read_optimized=True)[0]
 
     @over_connect("planning a time-travel read")
-    def as_of(self, instant: Instant | str, predicates: UserPredicates = ()) -> DataFrame:
+    def as_of(self, instant: InstantLike, predicates: UserPredicates = ()) -> DataFrame:
         """The table as of a completed instant (by requested time), where Hudi's time travel answers: before the
         first pending write, and not older than the cleaner retains (:class:`HistoryUnavailableError` otherwise);
-        archived instants whose files remain are read with the latest schema, as Hudi reads them."""
-        requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
+        archived instants whose files remain are read with the latest schema, as Hudi reads them. ``instant``:
+        an ``Instant``, instant-time text or a ``datetime`` (:mod:`hudi_connect.client.instants`), compared with
+        requested times as Hudi's ``as.of.instant`` is."""
+        requested = as_of_time(resolve_instant(self._spark, self.view.properties, instant))
         return self._read(requested, predicates=predicates, time_travel=True)[0]
 
     @over_connect("planning a read")
@@ -415,7 +418,7 @@ class TableReader:
         return self._read(instant.requested_time, time_travel=True, following=True, count_rows=True)
 
     @over_connect("planning an incremental read")
-    def incremental(self, begin: Instant | str, end: Instant | str | None = None,
+    def incremental(self, begin: InstantLike, end: InstantLike | None = None,
                     predicates: UserPredicates = (), *, fallback_to_full_scan: bool = True) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end].
 
@@ -425,6 +428,8 @@ class TableReader:
         range. ``fallback_to_full_scan=False`` refuses such a range instead (:class:`HistoryUnavailableError`,
         naming the earliest begin read from the commits themselves)."""
         props = self.view.properties
+        begin = resolve_instant(self._spark, props, begin)
+        end = resolve_optional(self._spark, props, end)
         if not props.populate_meta_fields:
             raise UnsupportedOperationError(
                 f"{self._base_path} was written without meta fields (hoodie.populate.meta.fields=false), "

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
+from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
 from hudi_connect.client.remote_files import MAX_BATCHED_FILES
 from hudi_connect.client.result_rows import result_rows
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
@@ -73,7 +74,7 @@ from hudi_connect.core.format.table_features import (
     records_merge_columns,
 )
 from hudi_connect.core.format.table_schema import record_schema
-from hudi_connect.core.format.timeline import Instant, Timeline, validate_instant_time
+from hudi_connect.core.format.timeline import Instant, Timeline, as_of_time
 from hudi_connect.spec.user_predicates import UserPredicates, pruning_of
 
 
@@ -354,7 +355,7 @@ class FileIndex:
     # --- RFC-64's listings --------------------------------------------------------------------
 
     @over_connect("listing file slices")
-    def list_files_at(self, instant: Instant | str | None = None, predicates: UserPredicates = (),
+    def list_files_at(self, instant: InstantLike | None = None, predicates: UserPredicates = (),
                       *, state: TableState | None = None) -> Iterator[PartitionSnapshot]:
         """The file slices to read at ``instant`` (a requested time; default the latest), partition by partition.
 
@@ -362,7 +363,7 @@ class FileIndex:
         prunes (:func:`~hudi_connect.spec.user_predicates.translate`), and a reader filters the rows with them.
         ``state`` pins the timeline a caller already read, so that its read and this listing agree.
         """
-        as_of = _requested(instant)
+        as_of = None if instant is None else as_of_time(resolve_instant(self._spark, self.view.properties, instant))
         pruning = pruning_of(predicates)
         state = state or self.state()
         keep = self.partition_filter(state.definition.schema, None)
@@ -370,13 +371,16 @@ class FileIndex:
             yield PartitionSnapshot(keep.descriptor(partition), as_of, tuple(slices))
 
     @over_connect("listing file slices")
-    def list_files_between(self, begin: Instant | str, end: Instant | str | None = None,
+    def list_files_between(self, begin: InstantLike, end: InstantLike | None = None,
                            predicates: UserPredicates = ()) -> Iterator[PartitionIncrementalSnapshot]:
         """Slices at ``end`` holding records written by commits in (begin, end], Hudi's incremental range
         (``predicates`` as :meth:`list_files_at` takes them)."""
         pruning = pruning_of(predicates)
         state = self.state()
-        commits = state.timeline.commits_between(begin, end, by_completion=self.view.properties.ranges_by_completion)
+        properties = self.view.properties
+        commits = state.timeline.commits_between(resolve_instant(self._spark, properties, begin),
+                                                 resolve_optional(self._spark, properties, end),
+                                                 by_completion=properties.ranges_by_completion)
         if not commits:
             return
         touched = {(s.partition_path, s.file_id) for c in commits for s in state.metadata[c].write_stats}
@@ -387,12 +391,6 @@ class FileIndex:
             chosen = tuple(s for s in slices if (s.partition, s.file_id) in touched)
             if chosen:
                 yield PartitionIncrementalSnapshot(keep.descriptor(partition), times[0], as_of, chosen, times)
-
-
-def _requested(instant: Instant | str | None) -> str | None:
-    if instant is None:
-        return None
-    return instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
 
 
 def balanced_splits(slices: Iterable[FileSlice], count: int) -> list[list[FileSlice]]:

@@ -25,12 +25,12 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.cdc import ChangeFormat, ChangeQuery
 from hudi_connect.client import remote_files
+from hudi_connect.client.instants import InstantLike
 from hudi_connect.client.server import require_hudi_server
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.core.errors import (
     ForwardingFailedError,
-    InvalidInstantError,
     ServerMisconfiguredError,
     ServerUnavailableError,
     SinkError,
@@ -41,20 +41,19 @@ from hudi_connect.core.errors import (
 )
 from hudi_connect.core.format.commit_metadata import CommitMetadata
 from hudi_connect.core.format.history import HistoryEntry
-from hudi_connect.core.format.internal_schema import uses_schema_on_read
 from hudi_connect.core.format.table_config import (
     CdcLoggingMode,
     MetadataPartition,
     TableProperties,
     TableType,
 )
-from hudi_connect.core.format.table_features import records_merge_columns
 from hudi_connect.core.format.table_schema import META_COLUMNS
-from hudi_connect.core.format.timeline import Instant, Timeline, range_time, validate_instant_time
+from hudi_connect.core.format.timeline import Instant, Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex
 from hudi_connect.spec.user_predicates import UserPredicates
 from hudi_connect.table import options as opts
+from hudi_connect.table.hudi_reads import HudiReads
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.recovery import (
     RecoveryReport,
@@ -536,12 +535,15 @@ class HudiTable:
         """Base files only: for MOR, the state as of the last compaction of each file group."""
         return self._columns(self.reader.read_optimized(predicates), with_meta_columns)
 
-    def as_of(self, instant: Instant | str, predicates: UserPredicates = (), *,
+    def as_of(self, instant: InstantLike, predicates: UserPredicates = (), *,
               with_meta_columns: bool = False) -> DataFrame:
-        """Time travel: the table as of a completed instant (by requested time), as Hudi's ``as.of.instant``."""
+        """Time travel: the table as of a completed instant, as Hudi's ``as.of.instant`` (compared with requested
+        times). Every call taking an instant takes an ``Instant``, instant-time text (17 or 14 digits,
+        ``yyyy-MM-dd HH:mm:ss[.SSS]``, ``yyyy-MM-dd``, as Hudi reads them) or a ``datetime`` (a naive one is the
+        client's local time, as pyspark reads it), resolved by :mod:`hudi_connect.client.instants`."""
         return self._columns(self.reader.as_of(instant, predicates), with_meta_columns)
 
-    def incremental(self, begin: Instant | str, end: Instant | str | None = None,
+    def incremental(self, begin: InstantLike, end: InstantLike | None = None,
                     predicates: UserPredicates = (), *, with_meta_columns: bool = False,
                     fallback_to_full_scan: bool = True) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end]; ``'earliest'`` starts
@@ -549,7 +551,7 @@ class HudiTable:
         return self._columns(self.reader.incremental(begin, end, predicates,
                                                      fallback_to_full_scan=fallback_to_full_scan), with_meta_columns)
 
-    def changes(self, begin: Instant | str, end: Instant | str | None = None, *, format: ChangeFormat = "hudi",
+    def changes(self, begin: InstantLike, end: InstantLike | None = None, *, format: ChangeFormat = "hudi",
                 predicates: UserPredicates = ()) -> DataFrame:
         """The changes of commits in (begin, end] (RFC-51 CDC, inferred where the table logs none), in Hudi's CDC
         schema or another ``format`` (:meth:`ChangeQuery.changes` has the formats and Spark's change options)."""
@@ -577,95 +579,7 @@ class HudiTable:
         """Hudi's own Spark datasource reads of this table (a server with Hudi's bundle), kept for comparison
         and as a fallback: ``table.hudi.snapshot()``."""
         self._require_hudi("Hudi's own reads")
-        return HudiReads(self)
-
-
-class HudiReads:
-    """Hudi's own query types through its Spark datasource: snapshot, read-optimized, time travel,
-    incremental and CDC, each a DataFrame Hudi's bundle on the server plans."""
-
-    def __init__(self, table: HudiTable) -> None:
-        self._table = table
-        self._spark = table.spark
-        self._base_path = table.base_path
-
-    def _read(self, options: dict[str, str]) -> DataFrame:
-        properties = self._table.properties
-        if self._uses_schema_on_read():
-            # Hudi matches columns by id only when the read asks for it; otherwise a renamed column reads null
-            options = {**options, "hoodie.schema.on.read.enable": "true"}
-        if records_merge_columns(properties):
-            # Hudi 1.2's data skipping prunes a slice whose merged record matches a filter over several columns
-            # that none of its files' statistics admit (partial-update log blocks): it would return no row
-            options = {**options, "hoodie.enable.data.skipping": "false"}
-        return self._spark.read.format("hudi").options(**options).load(self._base_path)
-
-    def _uses_schema_on_read(self) -> bool:
-        """Whether a commit recorded an InternalSchema (ALTER TABLE under schema on read, or writes after it)."""
-        metadata = self._table.commit_metadata(list(self._table.timeline().write_commits()))
-        return uses_schema_on_read(commit.extra_metadata for commit in metadata.values())
-
-    @over_connect("planning Hudi's snapshot read")
-    def snapshot(self, *, with_meta_columns: bool = False) -> DataFrame:
-        """The latest state of every record."""
-        df = self._read(opts.snapshot_options())
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
-
-    @over_connect("planning Hudi's read-optimized read")
-    def read_optimized(self, *, with_meta_columns: bool = False) -> DataFrame:
-        """Base files only: for MOR, the state as of the last compaction of each file group."""
-        df = self._read(opts.read_optimized_options())
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
-
-    @over_connect("planning Hudi's time-travel read")
-    def as_of(self, instant: Instant | str, *, with_meta_columns: bool = False) -> DataFrame:
-        """Time travel: the table as of a completed instant (by requested time)."""
-        requested = instant.requested_time if isinstance(instant, Instant) else validate_instant_time(instant)
-        view = self._table._view
-        # archived commits too: Hudi answers them while the cleaner has not taken their files
-        first = view.first_write_commit(self._table.timeline(), reaching=requested)
-        if first is None or requested < first.requested_time:
-            raise InvalidInstantError(
-                f"cannot read {self._base_path} as of {requested}: its first commit is "
-                f"{first.requested_time if first else 'not there yet'}"
-            )
-        df = self._read(opts.time_travel_options(requested))
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
-
-    def _range_time(self, instant: Instant | str) -> str:
-        """The time Hudi compares in incremental ranges (:func:`~hudi_connect.core.format.timeline.range_time`)."""
-        return range_time(instant, by_completion=self._table.properties.ranges_by_completion)
-
-    @over_connect("planning Hudi's incremental read")
-    def incremental(
-        self, begin: Instant | str, end: Instant | str | None = None, *, with_meta_columns: bool = False,
-        fallback_to_full_scan: bool | None = None,
-    ) -> DataFrame:
-        """Latest state of the records changed by commits in (begin, end]; 'earliest' starts at the beginning.
-        ``fallback_to_full_scan``: Hudi's ``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` (unset:
-        Hudi's default, on for tables of version 8+ and off for version 6, where a range reaching archived
-        commits then reads the active timeline's part only)."""
-        begin_time = self._range_time(begin)
-        end_time = self._range_time(end) if end is not None else None
-        if end_time is not None and end_time < begin_time:
-            raise InvalidInstantError(f"the incremental range ({begin_time}, {end_time}] ends before it begins")
-        options = opts.incremental_options(begin_time, end_time)
-        if fallback_to_full_scan is not None:
-            options["hoodie.datasource.read.incr.fallback.fulltablescan.enable"] = str(fallback_to_full_scan).lower()
-        df = self._read(options)
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
-
-    @over_connect("planning Hudi's CDC query")
-    def cdc(self, begin: Instant | str, end: Instant | str | None = None) -> DataFrame:
-        """Hudi's own CDC query (needs ``hoodie.table.cdc.enabled``)."""
-        if not self._table.properties.cdc_enabled:
-            raise UnsupportedOperationError(
-                f"the table at {self._base_path} was not created with CDC enabled (hoodie.table.cdc.enabled), "
-                "so Hudi's CDC query refuses it"
-            )
-        begin_time = self._range_time(begin)
-        end_time = self._range_time(end) if end is not None else None
-        return self._read(opts.incremental_options(begin_time, end_time, cdc=True))
+        return HudiReads(self._spark, self._base_path, self._view)
 
 
 class Compaction:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
 from hudi_connect.core.errors import InvalidInstantError
@@ -68,12 +68,46 @@ def validate_instant_time(value: str) -> str:
     return value
 
 
-def instant_time_of(moment: datetime) -> str:
-    """The instant time string of a moment (as UTC)."""
-    return moment.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+def instant_time_of(moment: datetime, zone: tzinfo = UTC) -> str:
+    """The instant time of a moment on a timeline written in ``zone`` (``hoodie.table.timeline.timezone``: UTC,
+    or the writer's zone); a naive ``moment`` is the client's local time, as pyspark reads naive datetimes."""
+    return moment.astimezone(zone).strftime("%Y%m%d%H%M%S%f")[:17]
+
+
+_DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?)?$")
+
+
+def query_instant_time(value: str) -> str:
+    """An instant time given as text, read as Hudi reads a query's instant (``formatQueryInstant``): 17 or 14
+    digits as they are; ``yyyy-MM-dd HH:mm:ss[.SSS]`` as those digits of the timeline's clock (without millis:
+    the end of that second, ``.999``); ``yyyy-MM-dd`` as that day's start; ``earliest`` as it is."""
+    if value == "earliest":
+        return value
+    match = _DATE_TIME.match(value) if isinstance(value, str) else None
+    if match is None:
+        try:
+            return validate_instant_time(value)
+        except InvalidInstantError:
+            raise InvalidInstantError(
+                f"{value!r} is not an instant time: expected 17 digits yyyyMMddHHmmssSSS (or 14 without millis), "
+                "yyyy-MM-dd HH:mm:ss[.SSS], yyyy-MM-dd, an Instant or a datetime") from None
+    year, month, day, hour, minute, second, millis = match.groups()
+    if hour is None:
+        return f"{year}{month}{day}000000000"
+    return f"{year}{month}{day}{hour}{minute}{second}{millis if millis is not None else '999'}"
 
 
 EARLIEST_TIME = "000"  # before every instant time; what Hudi's own incremental options take for "from the start"
+
+
+def as_of_time(value: Instant | str) -> str:
+    """The time a time travel reads as of: an instant's requested time, or instant-time text as Hudi reads it
+    (:func:`query_instant_time`); ``earliest`` names no time to read as of."""
+    if isinstance(value, Instant):
+        return value.requested_time
+    if value == "earliest":
+        raise InvalidInstantError("'earliest' begins a range; a time travel needs an instant")
+    return query_instant_time(value)
 
 
 def range_time(value: Instant | str, *, by_completion: bool) -> str:
@@ -88,7 +122,7 @@ def range_time(value: Instant | str, *, by_completion: bool) -> str:
             raise InvalidInstantError(f"instant {value.requested_time} has not completed: a range bound on this "
                                       "table is a completion time")
         return value.completion_time
-    return EARLIEST_TIME if value == "earliest" else validate_instant_time(value)
+    return EARLIEST_TIME if value == "earliest" else query_instant_time(value)
 
 
 @dataclass(frozen=True, order=True)

@@ -1,0 +1,42 @@
+"""Instants as users give them, resolved once for every call that takes one.
+
+An ``Instant`` stands for itself; text is an instant time (:func:`~hudi_connect.core.format.timeline.query_instant_time`
+reads Hudi's forms); a ``datetime`` is a moment, turned into the instant time of the table's timeline clock:
+UTC where ``hoodie.table.timeline.timezone=UTC``, else (Hudi's default, LOCAL: the writer JVM's zone) the zone of
+the server read through (``spark.sql.session.timeZone``, the JVM's own unless set), as Hudi's reader on that
+server would take it. A naive ``datetime`` is the client's local time, as pyspark reads naive datetimes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+from zoneinfo import ZoneInfo
+
+from pyspark.sql import SparkSession
+
+from hudi_connect.core.format.table_config import TableProperties
+from hudi_connect.core.format.timeline import Instant, instant_time_of, query_instant_time
+
+InstantLike = Instant | str | datetime  # what every call taking an instant accepts
+
+
+def timeline_zone(spark: SparkSession, properties: TableProperties) -> tzinfo:
+    """The zone the table's instant times are written in, as far as a reader can know it."""
+    if properties.raw.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC":
+        return UTC
+    return ZoneInfo(spark.conf.get("spark.sql.session.timeZone") or "UTC")
+
+
+def resolve_instant(spark: SparkSession, properties: TableProperties, value: InstantLike) -> Instant | str:
+    """``value`` as an ``Instant`` or instant-time text (``earliest`` kept): what the timeline rules take."""
+    if isinstance(value, Instant):
+        return value
+    if isinstance(value, datetime):
+        return instant_time_of(value, timeline_zone(spark, properties))
+    return query_instant_time(value)
+
+
+def resolve_optional(spark: SparkSession, properties: TableProperties,
+                     value: InstantLike | None) -> Instant | str | None:
+    """:func:`resolve_instant`, None kept (an open end)."""
+    return None if value is None else resolve_instant(spark, properties, value)
