@@ -17,6 +17,12 @@ need() {
 
 need java "install a Java 17 JDK (Debian: apt-get install openjdk-17-jdk-headless)"
 need mvn "install Maven (Debian: apt-get install maven)"
+if [ $# -eq 0 ]; then  # every component: the storage servers too (the demo asks for the Spark servers only)
+  need go "install Go 1.24 or newer (https://go.dev/doc/install): it builds MinIO and fake-gcs-server"
+  need npm "install Node.js 20 or newer with npm (Debian: apt-get install nodejs npm): it installs Azurite"
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  [ "$node_major" -ge 20 ] || { say "Node.js 20 or newer installs Azurite; node is $(node -v 2>/dev/null || echo missing)"; exit 1; }
+fi
 PYTHON="${HUDI_CONNECT_PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
 [ -n "$PYTHON" ] || { say "missing Python 3.11"; exit 1; }
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \

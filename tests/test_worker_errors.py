@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from hudi_connect.client.worker_errors import library_errors, worker_refusal
-from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.errors import ServerMisconfiguredError, UnsupportedTableFeatureError
 
 WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
@@ -119,3 +119,15 @@ def test_an_object_gone_between_its_head_and_its_get_is_a_missing_file_not_a_cre
         raise OSError("When reading from 'lake/t/p0/f.parquet': AWS Error NO_SUCH_KEY during GetObject operation: "
                       "The specified key does not exist.")
     assert refused.value.path == uri
+
+
+def test_a_client_of_another_python_than_the_workers_is_told_both() -> None:
+    # the text pyspark's worker raises (error class PYTHON_VERSION_MISMATCH), as the Connect client receives it
+    spark_text = ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+                  "pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python in worker "
+                  "has different version 3.11 than that in driver 3.13, PySpark cannot run with different minor "
+                  "versions.\nPlease check environment variables PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON are "
+                  "correctly set.")
+    refusal = worker_refusal(RuntimeError(spark_text))
+    assert isinstance(refusal, ServerMisconfiguredError)
+    assert "workers run Python 3.11 and this client Python 3.13" in str(refusal)

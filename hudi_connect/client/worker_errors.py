@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hudi_connect.core import errors
-from hudi_connect.core.errors import ConcurrentTableChangeError, HudiConnectError
+from hudi_connect.core.errors import ConcurrentTableChangeError, HudiConnectError, ServerMisconfiguredError
 from hudi_connect.core.format.fs_view import is_data_file_name
 
 _RAISED = re.compile(r"^hudi_connect\.core\.errors\.(?P<name>[A-Za-z]+): (?P<message>.+)$", re.MULTILINE)
@@ -31,9 +31,23 @@ _SPARK_MISSING = re.compile(r"PATH_NOT_FOUND|FileNotFoundException|FILE_NOT_EXIS
 _PATH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?/[^\s'\"]+")
 
 
+# pyspark's worker refusing a client of another Python (PYTHON_VERSION_MISMATCH): Spark Connect sends the client's
+# version with every Python function, and the server's workers must run the same minor version
+_PYTHON_MISMATCH = re.compile(r"Python in worker has different version (?P<worker>[\d.]+) than that in driver "
+                              r"(?P<client>[\d.]+)")
+
+
 def worker_refusal(error: BaseException) -> HudiConnectError | None:
-    """The library error a worker raised, as found in the text of the Spark error that carried it; or, where
-    Spark's own scan found a table's data file gone, :class:`ConcurrentTableChangeError` naming it."""
+    """The library error a worker raised, as found in the text of the Spark error that carried it; where
+    Spark's own scan found a table's data file gone, :class:`ConcurrentTableChangeError` naming it; where the
+    server's Python workers run another Python than the client, :class:`ServerMisconfiguredError` saying both."""
+    mismatch = _PYTHON_MISMATCH.search(str(error))
+    if mismatch is not None:
+        return ServerMisconfiguredError(
+            f"the server's Python workers run Python {mismatch['worker']} and this client Python "
+            f"{mismatch['client']}: Spark Connect runs the client's Python functions in the workers, which needs "
+            f"the same minor version on both. Use a Python {mismatch['worker']} client, or start the server with "
+            f"PYSPARK_PYTHON naming a Python {mismatch['client']}")
     found = list(_RAISED.finditer(str(error)))
     if not found:
         return _data_file_gone(str(error))

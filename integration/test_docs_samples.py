@@ -1,0 +1,40 @@
+"""Every code sample of the README and the documentation marked ``<!-- runnable -->`` runs as written, on the
+harness's servers: the Hudi server stands at ``sc://localhost:15002`` and the server without Hudi's jars at
+``sc://localhost:15003`` (the addresses the samples name), table paths under ``/tmp/hudi-connect-tour`` move
+to a fresh directory. A page's runnable samples run in order, in one namespace, and may print."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+RUNNABLE = re.compile(r"<!-- runnable -->\s*\n```python\n(.*?)\n```", re.DOTALL)
+
+
+def samples(page: Path) -> list[str]:
+    return RUNNABLE.findall(page.read_text())
+
+
+def test_the_readme_has_a_runnable_tour() -> None:
+    tour = samples(ROOT / "README.md")
+    assert len(tour) == 1 and 20 <= len(tour[0].splitlines()) <= 40, "the README's tour: one runnable sample"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if samples(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_runnable_samples_run_as_written(page: Path, hudi_server_url: str, plain_server_url: str,
+                                         tmp_path: Path) -> None:
+    namespace: dict[str, object] = {"__name__": f"sample of {page.name}"}
+    printed = io.StringIO()
+    for number, code in enumerate(samples(page), start=1):
+        code = (code.replace("sc://localhost:15002", hudi_server_url)
+                .replace("sc://localhost:15003", plain_server_url)
+                .replace("/tmp/hudi-connect-tour", str(tmp_path)))
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, f"{page.name}, runnable sample {number}", "exec"), namespace)
+    assert printed.getvalue(), f"the samples of {page.name} showed nothing"
