@@ -114,7 +114,8 @@ lint() {
   "$VENV/bin/mypy" hudi_connect hudi_connect_stack/src/hudi_connect_stack &&
   "$VENV/bin/lint-imports" &&  # the layers of ARCHITECTURE.md
   "$VENV/bin/interrogate" hudi_connect &&  # docstring coverage of the library, 100% ([tool.interrogate])
-  "$VENV/bin/python" -W error -m pdoc -o build/api hudi_connect  # the API reference; any warning fails it
+  NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict -q -d build/site  # the documentation site with the API reference (mkdocstrings):
+                                                      # any warning or broken link fails it
 }
 lint_status=0
 lint || lint_status=$?

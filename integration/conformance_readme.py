@@ -1,4 +1,5 @@
-"""Put the conformance matrix's outcome into the README (between its conformance markers).
+"""Put the conformance matrix's outcome into the documentation's "What hudi-connect reads" page (between its
+conformance markers).
 
     HUDI_CONNECT_CONFORMANCE_REPORT=/tmp/matrix.md ci/test.sh --full integration/test_conformance_matrix.py
     python -m integration.conformance_readme /tmp/matrix.md
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 BEGIN, END = "<!-- conformance matrix: begin -->", "<!-- conformance matrix: end -->"
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "what-it-reads.md"
 
 
 def replace_block(readme: str, report: str) -> str:
