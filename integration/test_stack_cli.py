@@ -73,3 +73,21 @@ def test_stack_up_writes_endpoints_that_answer_and_stack_down_stops_them(
     assert not port_open(port)
     assert not (run_dir / "stack.env").exists()
     shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_stack_up_with_its_default_run_directory(tmp_path: Path, pytestconfig: pytest.Config) -> None:
+    """As the README shows it: no --run-dir, so the stack's files go under the cache (in root's home, which
+    PostgreSQL's unprivileged service user cannot enter, when the stack runs as root, as CI does)."""
+    backend = pytestconfig.getoption("--hudi-connect-backend")
+    backend = "local" if backend == "auto" else backend
+    up = _stack("up", "--services", "postgres", "--backend", backend, "--detach",
+                "--env-file", str(tmp_path / "stack.env"))
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        env = _env_file(tmp_path / "stack.env")
+        with psycopg.connect(env["HUDI_CONNECT_POSTGRES_DSN"]) as connection:
+            assert connection.execute("select 40 + 2").fetchone() == (42,)
+    finally:
+        down = _stack("down")
+    assert down.returncode == 0, down.stderr[-3000:]
+    assert "postgres" in down.stdout

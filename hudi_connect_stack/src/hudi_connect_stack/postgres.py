@@ -6,11 +6,14 @@ PostgreSQL refuses to run as root, so when the stack runs as root it creates
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import secrets
 import shutil
+import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 from hudi_connect.core.errors import ProvisioningError, ServiceStartError
@@ -57,14 +60,47 @@ def _hand_over(path: Path, user: str | None) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid)
 
 
+def reachable_by(user: str, path: Path) -> bool:
+    """Whether ``user`` may enter ``path`` and every directory above it (their search permission for it)."""
+    entry = pwd.getpwnam(user)
+    groups = set(os.getgrouplist(user, entry.pw_gid))
+    for directory in (path, *path.parents):
+        status = directory.stat()
+        bit = stat.S_IXUSR if status.st_uid == entry.pw_uid else stat.S_IXGRP if status.st_gid in groups \
+            else stat.S_IXOTH
+        if not status.st_mode & bit:
+            return False
+    return True
+
+
+def service_home(run_dir: Path, user: str | None) -> Path:
+    """PostgreSQL's directory for ``run_dir``: ``run_dir/postgres``, where the service user can reach it. Under
+    a directory it cannot enter (root's home, where the default run directory lies when the stack runs as
+    root), the files live in a directory of the system's temporary folder named after ``run_dir`` (the same
+    one on every start), and ``run_dir/postgres`` links to it."""
+    home = run_dir / "postgres"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(run_dir, 0o755)  # the service user must be able to reach its directory
+    if user is None or reachable_by(user, run_dir):
+        home.mkdir(exist_ok=True)
+        os.chmod(home, 0o755)
+        return home
+    digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
+    outside = Path(tempfile.gettempdir()) / f"hudi-connect-postgres-{digest}"
+    outside.mkdir(exist_ok=True)
+    os.chmod(outside, 0o755)
+    if not home.is_symlink():
+        if home.exists():
+            shutil.rmtree(home)  # an earlier start's files the service user could never reach
+        home.symlink_to(outside, target_is_directory=True)
+    return outside
+
+
 def start_postgres(run_dir: Path, *, port: int | None = None, timeout: float = READY_TIMEOUT) -> RunningService:
     """initdb (once per ``run_dir``), start the server, and create the ``hudi`` database."""
     bin_dir = provision.ensure_postgres()
     user = service_user()
-    home = run_dir / "postgres"
-    home.mkdir(parents=True, exist_ok=True)
-    os.chmod(run_dir, 0o755)  # the service user must be able to reach its directory
-    os.chmod(home, 0o755)
+    home = service_home(run_dir, user)
     data_dir, socket_dir = home / "data", home / "socket"
     password = secrets.token_hex(16)
     if not (data_dir / "PG_VERSION").exists():
