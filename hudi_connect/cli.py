@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hudi_connect.core.errors import HarnessMissingError, HudiConnectError
@@ -74,11 +74,31 @@ def _sinks(spark: SparkSession, args: argparse.Namespace) -> list[Sink]:
     return sinks
 
 
-def _run_stream(spark: SparkSession, args: argparse.Namespace) -> None:
-    from hudi_connect.reverse import ReverseStream
+@contextlib.contextmanager
+def _progress(name: str) -> Iterator[Callable[[str], None]]:
+    """Progress for a person waiting: on a terminal, rich's spinner beside the step under way, below the
+    steps done; elsewhere (a pipe, a log file) the lines alone."""
+    from rich.console import Console
 
-    def say(message: str) -> None:
-        print(f"[{args.name}] {message}", flush=True)
+    console = Console()
+    if not console.is_terminal:
+        yield lambda message: print(f"[{name}] {message}", flush=True)
+        return
+    with console.status(f"[{name}] starting", spinner="dots") as status:
+        def say(message: str) -> None:
+            console.print(f"[{name}] {message}", markup=False, highlight=False)
+            status.update(f"[{name}] {message}")
+
+        yield say
+
+
+def _run_stream(spark: SparkSession, args: argparse.Namespace) -> None:
+    with _progress(args.name) as say:
+        _stream_with(spark, args, say)
+
+
+def _stream_with(spark: SparkSession, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from hudi_connect.reverse import ReverseStream
 
     sinks = _sinks(spark, args) if not (args.show or args.reset or args.set_checkpoint) else []
     stream = ReverseStream(spark, args.table, args.name, sinks, mode=args.mode, max_commits=args.max_commits,

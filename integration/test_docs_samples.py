@@ -26,14 +26,16 @@ def test_the_readme_has_a_runnable_tour() -> None:
     assert len(tour) == 1 and 20 <= len(tour[0].splitlines()) <= 40, "the README's tour: one runnable sample"
 
 
+@pytest.mark.parametrize("reading_server", ["plain", "hudi"])
 @pytest.mark.parametrize("page", [p for p in PAGES if samples(p)], ids=lambda p: str(p.relative_to(ROOT)))
-def test_runnable_samples_run_as_written(page: Path, hudi_server_url: str, plain_server_url: str,
-                                         tmp_path: Path) -> None:
+def test_runnable_samples_run_as_written(page: Path, reading_server: str, hudi_server_url: str,
+                                         plain_server_url: str, tmp_path: Path) -> None:
+    """The reads (``sc://localhost:15003``) on the server without Hudi's jars, and again on the Hudi server."""
     namespace: dict[str, object] = {"__name__": f"sample of {page.name}"}
     printed = io.StringIO()
     for number, code in enumerate(samples(page), start=1):
         code = (code.replace("sc://localhost:15002", hudi_server_url)
-                .replace("sc://localhost:15003", plain_server_url)
+                .replace("sc://localhost:15003", plain_server_url if reading_server == "plain" else hudi_server_url)
                 .replace("/tmp/hudi-connect-tour", str(tmp_path)))
         with contextlib.redirect_stdout(printed):
             exec(compile(code, f"{page.name}, runnable sample {number}", "exec"), namespace)
