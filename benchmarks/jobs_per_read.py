@@ -63,7 +63,7 @@ def write_tables(hudi: SparkSession, root: Path, rows: int) -> dict[str, tuple[s
 def operations(plain: SparkSession, tables: dict[str, tuple[str, Any]],
                sink_root: Path) -> dict[str, Callable[[], Any]]:
     mor, mor_mdt, (cow, first) = tables["mor"][0], tables["mor_mdt"][0], tables["cow_cdc"]
-    stream = ReverseStream(plain, cow, "bench", [FileSink(plain, str(sink_root / "sink"))])
+    stream = ReverseStream(plain, cow, "bench", [FileSink(str(sink_root / "sink"), spark=plain)])
     return {
         "snapshot (MOR, storage listing)": lambda: TableReader(plain, mor).snapshot().count(),
         "snapshot (MOR, metadata table)": lambda: TableReader(plain, mor_mdt).snapshot().count(),

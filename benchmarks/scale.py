@@ -101,7 +101,7 @@ elif what == "pruned":
 elif what == "snapshot":
     result = TableReader(spark, path).snapshot().count()
 elif what == "reverse":
-    stream = ReverseStream(spark, path, "probe", [FileSink(spark, args["sink"], "json")])
+    stream = ReverseStream(spark, path, "probe", [FileSink(args["sink"], "json", spark=spark)])
     stream.set_checkpoint(args["begin"])
     result = stream.run_once().records
 else:
@@ -173,7 +173,7 @@ def side_by_side_cases(hudi: SparkSession, plain: SparkSession, path: str, begin
 
     def reverse_batch() -> int:  # a new stream that has sent everything up to ``begin``
         stream = ReverseStream(plain, path, f"bench-{uuid.uuid4().hex[:8]}",
-                               [FileSink(plain, str(sinks / uuid.uuid4().hex), "json")])
+                               [FileSink(str(sinks / uuid.uuid4().hex), "json", spark=plain)])
         stream.set_checkpoint(begin)
         return stream.run_once().records
 

@@ -65,7 +65,7 @@ def _sinks(spark: SparkSession, args: argparse.Namespace) -> list[Sink]:
             raise SystemExit("hudi-connect: --kafka-bootstrap and --kafka-topic go together")
         sinks.append(KafkaSink(args.kafka_bootstrap, args.kafka_topic, args.kafka_format, args.tombstones))
     if args.files_root:
-        sinks.append(FileSink(spark, args.files_root, args.files_format))
+        sinks.append(FileSink(args.files_root, args.files_format))
     if args.postgres_table:
         dsn = os.environ.get(args.postgres_dsn_env)
         if not dsn:  # a DSN holds a password: it comes from the environment, never the command line

@@ -113,7 +113,7 @@ def run_demo(spark: SparkSession, path: str, *, jar_free: SparkSession | None = 
 
     root = export_root or f"{path.rstrip('/')}-export"
     step(f"a reverse stream (RFC-70) of the table to JSON files under {root}, checkpointed on the timeline")
-    stream = read.reverse_stream("demo", [FileSink(reader, root, "json")],
+    stream = read.reverse_stream("demo", [FileSink(root, "json")],
                                  progress=lambda message: print(f"  {message}", flush=True))
     result = stream.run_once()
     print(f"  sent {result.records} records in {result.seconds:.1f}s; checkpoint: {stream.checkpoint()}")

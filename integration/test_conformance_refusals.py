@@ -43,7 +43,7 @@ ENTRY_POINTS: dict[str, Callable[[SparkSession, str], Any]] = {
     "file_index": lambda spark, base: list(FileIndex(spark, base).list_files_at()),
     "record_index": lambda spark, base: RecordIndex(spark, base).tag(["TXN-001"]),
     "reverse_stream": lambda spark, base: ReverseStream(
-        spark, base, "refused", [FileSink(spark, f"{base}-export")]).run_once(),
+        spark, base, "refused", [FileSink(f"{base}-export", spark=spark)]).run_once(),
 }
 
 PROPERTY_REFUSALS = [

@@ -28,7 +28,7 @@ def test_the_demo_shows_its_table_changes_and_export_as_the_model_says(
         tuple(("d", str(row[0])) for row in DELETE),
     )
     assert result.file_slices == len({row[2] for row in TRIPS + UPSERT})  # one file group per city
-    sink = FileSink(plain_spark, result.export_root, "json")
+    sink = FileSink(result.export_root, "json", spark=plain_spark)
     exported = sink.read_published().select("id", "name", "city", "amount", "ts").collect()
     assert result.records_streamed == len(model)
     assert sorted(tuple(r) for r in exported) == sorted(model.values())

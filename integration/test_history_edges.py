@@ -120,7 +120,7 @@ def test_reads_at_the_archive_boundary_equal_hudis_or_are_refused(
     spark: SparkSession, plain_spark: SparkSession, local_base_path: str, tmp_path: Path, name: str
 ) -> None:
     case = CASES[name]
-    sink = FileSink(plain_spark, str(tmp_path / "sink"), format="json")
+    sink = FileSink(str(tmp_path / "sink"), format="json", spark=plain_spark)
     streams: list[ReverseStream] = []
 
     def start_stream() -> None:  # checkpointed at the second commit, before archival

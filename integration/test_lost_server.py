@@ -207,7 +207,7 @@ def test_stream_batch_killed_then_resumed(plain_victim: KillableServer, spark: S
     stream_spark = connect(plain_victim.url, server_timeout=BOUND)
     sink_root = str(tmp_path / "export")
     messages: list[str] = []
-    stream = ReverseStream(stream_spark, local_base_path, "lost-server", [FileSink(stream_spark, sink_root)],
+    stream = ReverseStream(stream_spark, local_base_path, "lost-server", [FileSink(sink_root, spark=stream_spark)],
                            progress=messages.append)
     timer = threading.Timer(2.5, plain_victim.kill)
     timer.start()
@@ -226,6 +226,6 @@ def test_stream_batch_killed_then_resumed(plain_victim: KillableServer, spark: S
     assert len(results) == 1 and results[0].checkpoint is not None and results[0].checkpoint.sequence == 1
     assert any("reconnecting" in m for m in messages), messages
     fresh = connect(plain_victim.url, server_timeout=BOUND)
-    published = FileSink(fresh, sink_root).read_published().select("op", "id", "v", "ts").collect()
+    published = FileSink(sink_root, spark=fresh).read_published().select("op", "id", "v", "ts").collect()
     assert len(published) == len(expected)  # exactly once
     assert {r.id: (r.v, r.ts) for r in published if r.op != "d"} == expected

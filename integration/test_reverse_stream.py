@@ -57,7 +57,7 @@ def test_random_histories_reach_every_sink_exactly(
                               else (s3a_base_path, f"{local_base_path}-export"))
     table = new_table(spark, table_path, table_type)
     pg_table = f"serving_{uuid.uuid4().hex[:8]}"
-    files = FileSink(spark, files_root, "parquet")
+    files = FileSink(files_root, "parquet", spark=spark)
     stream = ReverseStream(spark, table_path, "serving", [KafkaSink(kafka_endpoint.bootstrap_servers, kafka_topic),
                                                           files, PostgresSink(postgres_dsn, pg_table)])
     history = History(table, random.Random(seed))
@@ -121,8 +121,8 @@ def test_latest_mode_and_debezium_envelope(spark: SparkSession, local_base_path:
 def test_two_runs_of_one_stream_never_both_advance(spark: SparkSession, s3a_base_path: str) -> None:
     table = new_table(spark, s3a_base_path, "COPY_ON_WRITE")
     table.upsert(spark.createDataFrame([(1, "a", 1, "p1")], SCHEMA))
-    first = ReverseStream(spark, s3a_base_path, "twin", [FileSink(spark, f"{s3a_base_path}-a")])
-    second = ReverseStream(spark, s3a_base_path, "twin", [FileSink(spark, f"{s3a_base_path}-b")])
+    first = ReverseStream(spark, s3a_base_path, "twin", [FileSink(f"{s3a_base_path}-a", spark=spark)])
+    second = ReverseStream(spark, s3a_base_path, "twin", [FileSink(f"{s3a_base_path}-b", spark=spark)])
     origin = first.checkpoint()
     assert origin.sequence == 0
     commit = table.timeline().write_commits().last()
@@ -181,7 +181,7 @@ def test_a_key_moved_by_a_replace_commit_stays_in_every_sink(
     table = new_table(spark, local_base_path, "COPY_ON_WRITE")
     table.upsert(spark.createDataFrame([(1, "a", 1, "p1"), (2, "b", 2, "p1"), (3, "c", 3, "p2")], SCHEMA))
     serving, latest_serving = (f"moved_{uuid.uuid4().hex[:8]}" for _ in range(2))
-    files = FileSink(spark, str(tmp_path / "files"), "parquet")
+    files = FileSink(str(tmp_path / "files"), "parquet", spark=spark)
     changes = table.reverse_stream("moved", [KafkaSink(kafka_endpoint.bootstrap_servers, kafka_topic), files,
                                              PostgresSink(postgres_dsn, serving)])
     latest = table.reverse_stream("moved-latest", [PostgresSink(postgres_dsn, latest_serving)], mode="latest")

@@ -106,7 +106,7 @@ def test_streamer_killed_between_sinks_and_checkpoint_resends_exactly(
     process.wait(timeout=60)
     assert any("pausing" in line for line in output), "".join(output)
     assert postgres_dsn.split("@")[0].split(":")[-1] not in "".join(output)  # the password never shows
-    files = FileSink(spark, files_root)
+    files = FileSink(files_root, spark=spark)
     stream = ReverseStream(spark, local_base_path, "killed",
                            [KafkaSink(kafka_endpoint.bootstrap_servers, kafka_topic), files,
                             PostgresSink(postgres_dsn, pg_table)])
@@ -193,7 +193,7 @@ def test_minio_restarted_during_a_batch(tmp_path: Path) -> None:
         table = cow_table(spark, path)
         history = History(table, random.Random(24))
         history.step()
-        files = FileSink(spark, f"s3a://lake/export/{uuid.uuid4().hex[:8]}", "json")
+        files = FileSink(f"s3a://lake/export/{uuid.uuid4().hex[:8]}", "json", spark=spark)
         stream = ReverseStream(spark, path, "minio", [files])
         stream.run_once()
         for _ in range(3):
@@ -243,7 +243,7 @@ def test_streamer_killed_while_writing_never_publishes_twice(
             break
     process.wait(timeout=60)
     assert any(f"to {files_root}" in line for line in output), "".join(output)
-    files = FileSink(spark, files_root)
+    files = FileSink(files_root, spark=spark)
     stream = ReverseStream(spark, local_base_path, "midwrite", [files, PostgresSink(postgres_dsn, pg_table)])
     assert stream.checkpoint().sequence == 0
     history.step()

@@ -36,7 +36,7 @@ def test_hudi_writes_services_reads_and_cdc_work_beside_checkpoints(spark: Spark
     table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
                              partition_by="part", table_type="MERGE_ON_READ", cdc="DATA_BEFORE_AFTER",
                              options=SERVICES)
-    files = FileSink(spark, f"{local_base_path}-export", "parquet")
+    files = FileSink(f"{local_base_path}-export", "parquet", spark=spark)
     stream = ReverseStream(spark, local_base_path, "beside-hudi", [files])
     history = History(table, random.Random(7))
     for step in range(14):

@@ -183,7 +183,7 @@ def test_a_polling_stream_executes_nothing_while_the_table_stands_still(
 ) -> None:
     table = create(spark, local_base_path, metadata_table=False)
     table.insert(rows(spark, [(k, f"v{k}", 1, f"p{k % 2}") for k in range(6)]))
-    stream = ReverseStream(plain_spark, local_base_path, "poll", [FileSink(plain_spark, f"{local_base_path}-out")])
+    stream = ReverseStream(plain_spark, local_base_path, "poll", [FileSink(f"{local_base_path}-out")])
     assert stream.run_once().records == 6
     assert not stream.run_once().sent  # nothing new: learnt in one task
     with executions(plain_spark) as sent:
@@ -193,5 +193,5 @@ def test_a_polling_stream_executes_nothing_while_the_table_stands_still(
     assert stream.run_once().records == 1
     assert not stream.run_once().sent
     # another run of the stream moves its checkpoint (a claim): the next poll looks, and reads the table again
-    ReverseStream(plain_spark, local_base_path, "poll", [FileSink(plain_spark, f"{local_base_path}-out")]).reset()
+    ReverseStream(plain_spark, local_base_path, "poll", [FileSink(f"{local_base_path}-out")]).reset()
     assert stream.run_once().records == 6

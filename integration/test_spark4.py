@@ -183,7 +183,7 @@ def test_reverse_stream_to_kafka_files_and_postgres(
     state = {r["id"]: (r["id"], r["v"], r["ts"], r["part"]) for r in answers.snapshot}
     # a first batch reads the table in full: the serving table and the files hold Hudi's snapshot
     pg_table = f"serving_{uuid.uuid4().hex[:8]}"
-    files = FileSink(spark4, str(tmp_path / "export"), "parquet")
+    files = FileSink(str(tmp_path / "export"), "parquet", spark=spark4)
     full = ReverseStream(spark4, path, "serving", [files, PostgresSink(postgres_dsn, pg_table)])
     assert full.run_once().sent
     assert postgres_rows(postgres_dsn, pg_table) == state
@@ -196,7 +196,7 @@ def test_reverse_stream_to_kafka_files_and_postgres(
     left = {int(key): (row["id"], row["v"], row["ts"], row["part"]) for key, changes in theirs.items()
             if (row := changes[-1][2]) is not None and changes[-1][0] != "d"}
     pg_changes = f"changes_{uuid.uuid4().hex[:8]}"
-    change_files = FileSink(spark4, str(tmp_path / "changes"), "parquet")
+    change_files = FileSink(str(tmp_path / "changes"), "parquet", spark=spark4)
     changes = ReverseStream(spark4, path, "changes", [KafkaSink(kafka_endpoint.bootstrap_servers, kafka_topic),
                                                       change_files, PostgresSink(postgres_dsn, pg_changes)])
     changes.set_checkpoint(answers.commits[0])

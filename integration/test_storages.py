@@ -143,12 +143,12 @@ def test_a_reverse_stream_to_files_on_the_storage_resumes_exactly(
     sink_root = f"{path}-files"
     for _ in range(3):
         history.step()
-    ReverseStream(plain_storages_spark, path, "serving", [FileSink(plain_storages_spark, sink_root)]).run_once()
+    ReverseStream(plain_storages_spark, path, "serving", [FileSink(sink_root, spark=plain_storages_spark)]).run_once()
     for _ in range(3):
         history.step()
     restarted = connect(plain_storages_url)  # a new client: everything it knows comes from the storage
     try:
-        sink = FileSink(restarted, sink_root)
+        sink = FileSink(sink_root, spark=restarted)
         ReverseStream(restarted, path, "serving", [sink]).run_once()
         assert replay_files(sink) == (history.state, 0)
     finally:

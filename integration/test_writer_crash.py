@@ -115,7 +115,7 @@ class Run:
         table = HudiTable.open(spark, self.path, options=self.config.options())
         if not self.config.forwarding:
             return table
-        return table.forwarding_to(table.reverse_stream("inline", [FileSink(spark, f"{self.path}-inline")]))
+        return table.forwarding_to(table.reverse_stream("inline", [FileSink(f"{self.path}-inline", spark=spark)]))
 
     def create(self, spark: SparkSession, path: str) -> HudiTable:
         config = self.config
@@ -216,10 +216,10 @@ def _check_readers(run: Run, expected: State, before: State, pending_keys: set[i
     if run.config.metadata_indexes and "record_index" in run.config.metadata_indexes:
         located = RecordIndex(plain, path).tag([str(k) for k in sorted(pending_keys)[:50]])
         assert all(located[str(k)] is None for k in sorted(pending_keys)[:50] if k not in expected), "record index"
-    ReverseStream(plain, path, "crash", [FileSink(plain, f"{path}-export")]).run_once()
-    assert _published(FileSink(plain, f"{path}-export"), completed) == expected, "reverse stream"
+    ReverseStream(plain, path, "crash", [FileSink(f"{path}-export", spark=plain)]).run_once()
+    assert _published(FileSink(f"{path}-export", spark=plain), completed) == expected, "reverse stream"
     if run.config.forwarding:
-        assert _published(FileSink(plain, f"{path}-inline"), completed) in (expected, before), "inline forwarding"
+        assert _published(FileSink(f"{path}-inline", spark=plain), completed) in (expected, before), "inline forwarding"
     run.checked = (last.completion_time or last.requested_time, expected)
 
 
@@ -308,7 +308,7 @@ def _kill_point(run: Run, phase: str, index: int) -> None:
     assert ours == hudi == run.model, "after recovery, ours equals Hudi's own read"
     if run.config.forwarding:
         completed = _committed(TableReader(run.plain, run.path).view)
-        assert _published(FileSink(run.plain, f"{run.path}-inline"), completed) == run.model, "inline resumed"
+        assert _published(FileSink(f"{run.path}-inline", spark=run.plain), completed) == run.model, "inline resumed"
     assert all(i.state is InstantState.COMPLETED or not i.writes_data
                for i in TableReader(run.plain, run.path).view.timeline())
     print(f"  {phase}: write+kill {killed_at - started:.0f}s, readers {checked - killed_at:.0f}s, "

@@ -290,12 +290,12 @@ def test_batch_directory_pattern() -> None:
 
 def test_file_sink_validates_format_and_strips_the_root() -> None:
     with pytest.raises(ValueError):
-        FileSink(None, "s3a://b/x/", "csv")  # type: ignore[arg-type]
-    sink = FileSink(None, "s3a://b/x/", "json")  # type: ignore[arg-type]
+        FileSink("s3a://b/x/", "csv")  # type: ignore[arg-type]
+    sink = FileSink("s3a://b/x/", "json")
     assert sink.root == "s3a://b/x"
     assert sink.describe() == "s3a://b/x (json)"
-    assert FileSink(None, "/tmp/out//").root == "/tmp/out"  # type: ignore[arg-type]
-    assert FileSink(None, "/tmp/out").format == "parquet"  # type: ignore[arg-type]
+    assert FileSink("/tmp/out//").root == "/tmp/out"
+    assert FileSink("/tmp/out").format == "parquet"
 
 
 # ---------------------------------------------------------------- Kafka

@@ -99,7 +99,7 @@ class ReverseStream:
     Example::
 
         stream = ReverseStream(spark, "s3a://lake/trips", "trips-export",
-                               [FileSink(spark, "s3a://lake/exports/trips", "parquet")])
+                               [FileSink("s3a://lake/exports/trips", "parquet")])
         result = stream.run_once()            # BatchResult: the checkpoint it recorded, or None
         stream.checkpoint().end_completion_time
     """
@@ -123,14 +123,14 @@ class ReverseStream:
         self._progress = _logged(progress)
         self._use_session(spark)
 
-    def _use_session(self, spark: SparkSession, *, reconnected: bool = False) -> None:
+    def _use_session(self, spark: SparkSession) -> None:
         """Read, write and checkpoint through ``spark`` (at start, and after reconnecting)."""
         properties = load_properties(ensure_bounded(spark), self._base_path)  # all or nothing: first the call
         self._spark, self._properties = spark, properties
         self._view = TimelineView(spark, self._base_path, properties)
         self.checkpoints = CheckpointStore(spark, self._base_path, properties)
-        if reconnected:  # sinks holding the lost session move to the new one
-            self.sinks = tuple(_on_session(sink, spark) for sink in self.sinks)
+        # sinks that send through a session send through the stream's (and, reconnected, move to the new one)
+        self.sinks = tuple(_on_session(sink, spark) for sink in self.sinks)
 
     # --- checkpoints ----------------------------------------------------------------------------
 
@@ -301,7 +301,7 @@ class ReverseStream:
                     break
                 delay = min(max_reconnect_delay, delay * 2)
                 try:
-                    self._use_session(reconnect(), reconnected=True)
+                    self._use_session(reconnect())
                 except Exception as lost:
                     if not is_server_lost(lost):
                         raise  # still gone otherwise: the next round waits longer

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pyspark.errors import PySparkException
@@ -57,16 +57,19 @@ class FileSink:
     Exactly once: a batch's directory is published by a fenced claim, and a range a dead run claimed is
     sent again whole (:meth:`published_end`). Replaying the directories in sequence order rebuilds the table.
 
+    Its arguments are shaped as every sink's: where the batches go, then how. It sends through its stream's
+    session (the stream binds it); ``spark`` is needed only to read what was published outside a stream.
+
     Example::
 
-        sink = FileSink(spark, "s3a://lake/exports/trips", "json")
+        sink = FileSink("s3a://lake/exports/trips", "json")
         ReverseStream(spark, "s3a://lake/trips", "trips-export", [sink]).run_once()
-        sink.read_published().show()
+        sink.read_published(spark).show()
     """
 
-    spark: SparkSession
     root: str
     format: FileFormat = "parquet"
+    spark: SparkSession | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.format not in ("parquet", "json"):
@@ -81,8 +84,14 @@ class FileSink:
         """This sink on a new session (the stream reconnected)."""
         return dataclasses.replace(self, spark=spark)
 
-    def _directories(self) -> dict[str, re.Match[str]]:
-        names = run_storage_ops(self.spark, [StorageOp.list(self.root)])[0].names
+    def _session(self, spark: SparkSession | None = None) -> SparkSession:
+        session = spark or self.spark
+        if session is None:
+            raise ValueError(f"the file sink at {self.root} has no session: give it to a stream, or pass spark")
+        return session
+
+    def _directories(self, spark: SparkSession | None = None) -> dict[str, re.Match[str]]:
+        names = run_storage_ops(self._session(spark), [StorageOp.list(self.root)])[0].names
         return {n.rstrip("/"): m for n in names if (m := _BATCH_DIRECTORY.match(n))}
 
     def _claim(self, sequence: int) -> str:
@@ -91,7 +100,7 @@ class FileSink:
     def published_end(self, sequence: int) -> str | None:
         """The end (completion time) of the range claimed for batch ``sequence`` under ``_published/``, if a
         run claimed it: the streamer then sends that same range again."""
-        claimed = run_storage_ops(self.spark, [StorageOp.get(self._claim(sequence))])[0]
+        claimed = run_storage_ops(self._session(), [StorageOp.get(self._claim(sequence))])[0]
         match = _BATCH_DIRECTORY.match(claimed.text.strip() + "/") if claimed.ok else None
         return match["end"] if match else None
 
@@ -107,10 +116,10 @@ class FileSink:
             rows.write.format(self.format).mode("error").save(staging)
         except PySparkException as error:
             raise sink_failure(self, context, error, "nothing was published") from error
-        listing, claim = run_storage_ops(self.spark, [
+        listing, claim = run_storage_ops(self._session(), [
             StorageOp.list(staging), StorageOp.create(self._claim(context.sequence), target)])
         if not claim.ok:
-            owner = run_storage_ops(self.spark, [StorageOp.get(self._claim(context.sequence))])[0].text.strip()
+            owner = run_storage_ops(self._session(), [StorageOp.get(self._claim(context.sequence))])[0].text.strip()
             if owner != target:  # another live run published this sequence for another range
                 raise SinkError(f"batch {context.sequence} of {context.stream!r} under {self.root} was published "
                                 f"as {owner} by another run of the stream; this run's {target} is not")
@@ -118,18 +127,20 @@ class FileSink:
         if len(data) != 1:
             raise SinkError(f"staging {staging} holds {len(data)} data files, expected 1")
         extension = data[0].split(".", 1)[1] if "." in data[0] else self.format
-        run_storage_ops(self.spark, [
+        run_storage_ops(self._session(), [
             StorageOp.copy(f"{staging}/{data[0]}", f"{self.root}/{target}/part-00000.{extension}"),
             StorageOp.put(f"{self.root}/{target}/_SUCCESS"),
             StorageOp.delete(staging),
         ])
 
-    def read_published(self) -> DataFrame:
-        """Every published batch's rows, with their directory's sequence (for readers and tests)."""
-        names = sorted(self._directories())
-        markers = run_storage_ops(self.spark, [StorageOp.get(f"{self.root}/{n}/_SUCCESS") for n in names])
+    def read_published(self, spark: SparkSession | None = None) -> DataFrame:
+        """Every published batch's rows, with their directory's sequence (for readers and tests), read through
+        ``spark`` (default: the session the sink has)."""
+        session = self._session(spark)
+        names = sorted(self._directories(session))
+        markers = run_storage_ops(session, [StorageOp.get(f"{self.root}/{n}/_SUCCESS") for n in names])
         paths = [f"{self.root}/{n}" for n, marker in zip(names, markers, strict=True) if marker.ok]
         if not paths:
             raise FileNotFoundError(f"no published batch under {self.root}")
-        return (self.spark.read.format(self.format).load(paths)
+        return (session.read.format(self.format).load(paths)
                 .withColumn("sequence", F.regexp_extract(F.input_file_name(), r"/(\d{10})_", 1).cast("int")))
