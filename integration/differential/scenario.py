@@ -210,12 +210,15 @@ def predicates(shape: Shape, on_partition: bool = True) -> st.SearchStrategy[Rec
         compare("t", (dt.datetime(2024, 1, 1, 5), dt.datetime(2024, 1, 1, 5, tzinfo=dt.UTC), dt.date(2024, 1, 1),
                       dt.datetime(2024, 1, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-3))))),
         compare("n", (3, "3", 4.5)),
-        compare("ms", (MS_2024, str(MS_2024), MS_2024 + 86_400_000)),
         compare("region", ("e", "w", 1)),
         st.just(("null", "n")),
         st.tuples(st.just("in"), st.just("v"), st.lists(st.sampled_from(["p", "q", None]), min_size=1, max_size=2)
                   .map(tuple)),
     ]
+    if shape.key_generator != "timestamp":
+        # Hudi's read of a timestamp key generator's partition column prunes by the path's formatted text
+        # (2024/01/01), not the column's values, and so drops matching rows: no oracle there (README)
+        leaves.append(compare("ms", (MS_2024, str(MS_2024), MS_2024 + 86_400_000)))
     literals = PARTITION_LITERALS[shape.partition_type]
     if literals and on_partition:
         leaves += [
