@@ -84,7 +84,7 @@ def test_installs_beside_the_users_libraries_and_works_with_them(
     shutil.copytree(REPO / "hudi_connect", source / "hudi_connect", ignore=ignored)
     # the harness, which the test tools come with (a distribution of its own, not on PyPI)
     shutil.copytree(REPO / "hudi_connect_stack", source / "hudi_connect_stack", ignore=ignored)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in"):
         shutil.copy(REPO / name, source / name)
     venv = tmp_path / "venv"
     _run([sys._base_executable, "-m", "venv", str(venv)])  # type: ignore[attr-defined]
