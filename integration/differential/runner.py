@@ -367,11 +367,23 @@ def run_scenario(spark: SparkSession, plain: SparkSession, path: str, scenario: 
     """Writes the scenario's history at ``path`` with ``spark`` (a Hudi server) and compares every request after
     each step with Hudi's read on each of ``oracles`` (release name -> server; default: the writer, 1.2's)."""
     outcome = Outcome()
+    written: set[int] = set()
+    duplicated = False  # an `insert` (no index lookup) wrote a key the table held: it may hold it twice
+    looked_up = scenario.shape.cdc in ("OP_KEY_ONLY", "DATA_BEFORE")  # Hudi finds change images by key
     for number, (step, requests) in enumerate(zip(scenario.steps, scenario.requests, strict=True), start=1):
         write_step(spark, scenario.shape, path, step)
+        if isinstance(step, Write) and not step.fails:
+            keys = {r.key for r in step.records}
+            duplicated = duplicated or (step.operation == "insert" and bool(keys & written))
+            written |= keys
         commits = list(TableReader(plain, path).view.timeline().write_commits())
         tables = {release: HudiTable.open(server, path) for release, server in (oracles or {"1.2": spark}).items()}
         for request in requests:
+            if request.kind == "changes" and duplicated and looked_up:
+                # Hudi's CDC query looks a logged change's images up by key in the file group's new file, and
+                # of a key the file holds twice it may take the row the commit did not change (README)
+                outcome.compared["no oracle: Hudi's change images of a duplicated key"] += 1
+                continue
             outcome.add(compare_request(plain, tables, request, commits, f"after step {number} ({step})",
                                         scenario.shape.url_encode))
     return outcome
