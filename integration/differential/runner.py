@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.core.errors import HistoryUnavailableError, UnsupportedTableFeatureError
+from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
@@ -55,8 +55,10 @@ _SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "date": "dat
 _PAYLOADS = {"event_time": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
              "commit_time": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
 _MERGE_MODES = {"event_time": "EVENT_TIME_ORDERING", "commit_time": "COMMIT_TIME_ORDERING"}
-# what ours may answer a request with instead of rows: a refusal that names what it does not read
-REFUSALS = (UnsupportedTableFeatureError, HistoryUnavailableError)
+# what ours may answer a request with instead of rows: a refusal that names what it does not read, or an instant
+# it cannot answer (HistoryUnavailableError among them; a time travel at or after a write a crash left pending is
+# refused as Hudi refuses it, HoodieTimeTravelException)
+REFUSALS = (UnsupportedTableFeatureError, InvalidInstantError)
 
 
 class HudiWriteFailed(Exception):
