@@ -23,11 +23,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.executor.cdc_as_is import aligned_images, before_after_events, before_only_events, cdc_records
 from hudi_connect.core.executor.refusals import worker_body
 from hudi_connect.core.executor.slices import SliceReadConfig, read_slice, record_keys
 from hudi_connect.core.format.schema_evolution import align
-from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN
+from hudi_connect.core.format.table_schema import COMMIT_SEQNO_COLUMN, COMMIT_TIME_COLUMN
 
 
 def event_schema(record: pa.Schema) -> pa.Schema:
@@ -72,11 +73,6 @@ def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
-def _by_key(table: pa.Table, keys: pa.Array) -> tuple[pa.Table, pa.Array]:
-    order = pc.sort_indices(keys)
-    return table.take(order), keys.take(order)
-
-
 def _batch(config: SliceReadConfig, row: dict[str, Any], ops: pa.Array, keys: pa.Array, befores: pa.Array,
            afters: pa.Array) -> pa.RecordBatch:
     count = len(ops)
@@ -99,42 +95,79 @@ def as_is_events(config: SliceReadConfig, row: dict[str, Any], states: _FileGrou
     if row["cdc_mode"] == "DATA_BEFORE_AFTER":
         ops, keys, befores, afters = before_after_events(config, records)
     else:
-        after = states.state(config, row, "after")
+        after = _written_first(states.state(config, row, "after"), row["instant"])
         ops, keys, befores, afters = before_only_events(records, images(after, config.output_schema),
                                                         record_keys(after, config))
     return _batch(config, row, ops, keys, aligned_images(befores, image_type), aligned_images(afters, image_type))
 
 
+def _written_first(after: pa.Table, instant: str) -> pa.Table:
+    """The after state with the rows the commit wrote first, so that a key the group holds twice takes the row
+    the commit wrote as its after image (a lookup by key takes the first)."""
+    if COMMIT_TIME_COLUMN not in after.column_names:
+        return after
+    return after.take(pc.sort_indices(pc.not_equal(after[COMMIT_TIME_COLUMN], instant)))  # stable: order kept
+
+
 def split_events(config: SliceReadConfig, row: dict[str, Any], states: _FileGroupStates) -> pa.RecordBatch:
-    """Set operations on record keys in Arrow; records stay columnar throughout."""
+    """Rows the commit removed from the file group paired with rows it wrote, key by key, in Arrow; records stay
+    columnar throughout."""
     if row["cdc_files"]:
         return as_is_events(config, row, states)
     schema = config.output_schema
     before = states.state(config, row, "before")  # before ``after``: it may be the last split's after state
     after = states.state(config, row, "after")
     before_keys, after_keys = record_keys(before, config), record_keys(after, config)
-    if COMMIT_TIME_COLUMN in after.column_names:
-        written = pc.equal(after[COMMIT_TIME_COLUMN], row["instant"])
-    else:  # no meta fields: a record the commit wrote is one that changed
-        written = _changed(before, before_keys, after, after_keys)
-    was_there = pc.is_in(after_keys, value_set=before_keys)
-    inserted_mask = pc.and_(written, pc.invert(was_there))
-    inserted, inserted_keys = after.filter(inserted_mask), after_keys.filter(inserted_mask)
-    updated_mask = pc.and_(written, was_there)
-    updated_after, updated_keys = _by_key(after.filter(updated_mask), after_keys.filter(updated_mask))
-    old_mask = pc.is_in(before_keys, value_set=updated_keys)
-    updated_before, _ = _by_key(before.filter(old_mask), before_keys.filter(old_mask))
-    gone = pc.invert(pc.is_in(before_keys, value_set=after_keys))
-    deleted, deleted_keys = before.filter(gone), before_keys.filter(gone)
-    image_type = pa.struct(list(schema))
-    ops = pa.array(["i"] * inserted.num_rows + ["u"] * updated_after.num_rows + ["d"] * deleted.num_rows,
-                   pa.string())
-    keys = pa.concat_arrays([_array(k).cast(pa.string()) for k in (inserted_keys, updated_keys, deleted_keys)])
-    befores = pa.concat_arrays([pa.nulls(inserted.num_rows, image_type), images(updated_before, schema),
-                                images(deleted, schema)])
-    afters = pa.concat_arrays([images(inserted, schema), images(updated_after, schema),
-                               pa.nulls(deleted.num_rows, image_type)])
-    return _batch(config, row, ops, keys, befores, afters)
+    removed, written = _removed_and_written(config, row, before, before_keys, after, after_keys)
+    removed_at, written_at = _paired(before, before_keys, removed, after, after_keys, written)
+    ops = pc.if_else(pc.is_null(removed_at), "i", pc.if_else(pc.is_null(written_at), "d", "u"))
+    keys = pc.coalesce(before_keys.take(removed_at), after_keys.take(written_at))
+    return _batch(config, row, ops, keys, images(before, schema).take(removed_at),
+                  images(after, schema).take(written_at))
+
+
+def _removed_and_written(config: SliceReadConfig, row: dict[str, Any], before: pa.Table, before_keys: pa.Array,
+                         after: pa.Table, after_keys: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Masks of the rows the commit removed (of ``before``) and wrote (of ``after``).
+
+    A row is known by its sequence number, so a key a file group holds twice (an ``insert``, which looks no key
+    up, wrote it again) loses or gains just the row the commit touched. Without meta fields only keys tell rows
+    apart: a commit writes a key's row if it changed, and removes the old row of a key it wrote or dropped."""
+    if all(COMMIT_SEQNO_COLUMN in t.column_names and t[COMMIT_SEQNO_COLUMN].null_count == 0 for t in (before, after)):
+        removed = pc.invert(pc.is_in(before[COMMIT_SEQNO_COLUMN], value_set=after[COMMIT_SEQNO_COLUMN]))
+        return _array(removed), _array(pc.equal(after[COMMIT_TIME_COLUMN], row["instant"]))
+    for keys, side in ((before_keys, "before"), (after_keys, "after")):
+        if pc.count_distinct(keys).as_py() < len(keys):
+            raise UnsupportedTableFeatureError(
+                "change events of a key a file group holds twice, on a table without meta fields",
+                "hoodie.populate.meta.fields", "false", where=f"file group {row['file_id']} ({side} {row['instant']})")
+    written = _changed(before, before_keys, after, after_keys)
+    kept = pc.and_(pc.is_in(before_keys, value_set=after_keys),
+                   pc.invert(pc.is_in(before_keys, value_set=after_keys.filter(written))))
+    return _array(pc.invert(kept)), written
+
+
+def _paired(before: pa.Table, before_keys: pa.Array, removed: pa.Array, after: pa.Table, after_keys: pa.Array,
+            written: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Positions (in ``before``, in ``after``; null where a side has none) of each event: a key's n-th removed row
+    by sequence number meets its n-th written row (an update), unmatched ones are deletes and inserts."""
+    def ranked(table: pa.Table, keys: pa.Array, mask: pa.Array, side: str) -> pa.Table:
+        positions = pc.indices_nonzero(mask)
+        order = (table[COMMIT_SEQNO_COLUMN].take(positions) if COMMIT_SEQNO_COLUMN in table.column_names
+                 else positions)
+        rows = pa.table({"key": keys.take(positions), "order": order, side: positions.cast(pa.int64())})
+        rows = rows.sort_by([("key", "ascending"), ("order", "ascending")])
+        chosen, count = rows["key"].combine_chunks(), rows.num_rows
+        first = pa.array([True] * min(count, 1), pa.bool_())
+        if count > 1:
+            first = pa.concat_arrays([first, _array(pc.not_equal(chosen[1:], chosen[:-1]))])
+        index = pa.array(range(count), pa.int64())
+        starts = pc.fill_null_forward(pc.if_else(first, index, pa.scalar(None, pa.int64())))
+        return pa.table({"key": chosen, "rank": pc.subtract(index, starts), side: rows[side]})
+
+    joined = ranked(before, before_keys, removed, "before").join(
+        ranked(after, after_keys, written, "after"), keys=["key", "rank"], join_type="full outer")
+    return _array(joined["before"]), _array(joined["after"])
 
 
 def _changed(before: pa.Table, before_keys: pa.Array, after: pa.Table, after_keys: pa.Array) -> pa.Array:
