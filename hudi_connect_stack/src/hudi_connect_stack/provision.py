@@ -342,13 +342,32 @@ def _go_install(module: str, version: str, name: str, *, note: str = "") -> Path
         return binary
     go = require_tool("go")
     progress(f"building {name} {version} with 'go install'{note}")
-    env = dict(os.environ, GOBIN=str(binary.parent), GOPATH=str(cache_dir() / "go"), GOFLAGS="-modcacherw",
-               CGO_ENABLED="0")
     binary.parent.mkdir(parents=True, exist_ok=True)
     # -s -w: no symbol table or DWARF, which the Go linker spends much of a cold build's link on; nobody
     # debugs these emulators
-    run_checked([go, "install", "-ldflags=-s -w", f"{module}@{version}"], what=f"go install of {name}", env=env)
+    run_checked([go, "install", "-ldflags=-s -w", f"{module}@{version}"], what=f"go install of {name}",
+                env=_go_env(GOBIN=str(binary.parent)))
     marker.write_text(version)
+    return binary
+
+
+def _go_env(**extra: str) -> dict[str, str]:
+    """The go command's environment: modules and build results kept in the cache, no C toolchain."""
+    return dict(os.environ, GOPATH=str(cache_dir() / "go"), GOCACHE=str(cache_dir() / "go" / "build-cache"),
+                GOFLAGS="-modcacherw", CGO_ENABLED="0", **extra)
+
+
+def go_program(package: Path) -> Path:
+    """The Go program in ``package`` (its go.mod and go.sum pin every module) built into the cache, once for
+    each version of its sources."""
+    sources = sorted([package / "go.mod", package / "go.sum", *package.glob("*.go")])
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in sources)).hexdigest()[:16]
+    binary = cache_dir() / "bin" / f"{package.name}-{digest}"
+    if not binary.is_file():
+        progress(f"building the Go program {package.name} with 'go build'")
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        run_checked([require_tool("go"), "-C", str(package), "build", "-ldflags=-s -w", "-o", str(binary), "."],
+                    what=f"go build of {package.name}", env=_go_env())
     return binary
 
 

@@ -120,7 +120,11 @@ def start_stack(
         services = [*services, *STORAGES]
     run_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(run_dir, 0o755)  # PostgreSQL's service user must reach its directory
-    needed = ["jars", "interceptor", "server-python"]  # the servers' jars, also mounted into containers
+    needed: list[str] = []
+    if {"hudi", "plain", *STORAGE_SERVERS} & set(services):
+        needed += ["jars", "interceptor", "server-python"]  # the servers' jars, also mounted into containers
+    elif {"kafka", "hdfs"} & set(services):
+        needed.append("jars")  # the broker's and the HDFS daemons' jars come with Spark's
     if "minio" in services:
         needed.append("minio")  # the binary, or the docker backend's image of it
     if "postgres" in services and backend != "docker":
