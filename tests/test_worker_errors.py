@@ -121,11 +121,15 @@ def test_an_object_gone_between_its_head_and_its_get_is_a_missing_file_not_a_cre
     assert refused.value.path == uri
 
 
-def test_a_client_of_another_python_than_the_workers_is_told_both() -> None:
+@pytest.mark.parametrize("versions", [
+    "different version 3.11 than that in driver 3.13",  # pyspark 3.5's worker
+    "different version: 3.11 than that in driver: 3.13",  # pyspark 4.3's (met by a 3.13 client's run)
+])
+def test_a_client_of_another_python_than_the_workers_is_told_both(versions: str) -> None:
     # the text pyspark's worker raises (error class PYTHON_VERSION_MISMATCH), as the Connect client receives it
     spark_text = ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
                   "pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python in worker "
-                  "has different version 3.11 than that in driver 3.13, PySpark cannot run with different minor "
+                  f"has {versions}, PySpark cannot run with different minor "
                   "versions.\nPlease check environment variables PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON are "
                   "correctly set.")
     refusal = worker_refusal(RuntimeError(spark_text))

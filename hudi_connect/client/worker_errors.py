@@ -33,8 +33,8 @@ _PATH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?/[^\s'\"]+")
 
 # pyspark's worker refusing a client of another Python (PYTHON_VERSION_MISMATCH): Spark Connect sends the client's
 # version with every Python function, and the server's workers must run the same minor version
-_PYTHON_MISMATCH = re.compile(r"Python in worker has different version (?P<worker>[\d.]+) than that in driver "
-                              r"(?P<client>[\d.]+)")
+_PYTHON_MISMATCH = re.compile(r"Python in worker has different version:? (?P<worker>[\d.]+) than that in driver:? "
+                              r"(?P<client>[\d.]+)")  # 3.5 writes "version 3.11", 4.x "version: 3.11"
 
 
 def worker_refusal(error: BaseException) -> HudiConnectError | None:

@@ -159,8 +159,6 @@ def _download_wheels(target: Path) -> None:
 
 
 def _build_base_with_mmdebstrap(client: docker.DockerClient, reference: str, work: Path) -> None:
-    from docker.errors import DockerException
-
     mmdebstrap = shutil.which("mmdebstrap")
     assert mmdebstrap is not None
     wheels = work / "wheels"
@@ -175,6 +173,13 @@ def _build_base_with_mmdebstrap(client: docker.DockerClient, reference: str, wor
           f"--customize-hook=chroot \"$1\" {pip}",
           "--customize-hook=rm -rf \"$1\"/tmp/wheels \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/*",
           DEBIAN_SUITE, str(rootfs)], what="mmdebstrap of the base image")
+    _import(client, rootfs, reference)
+
+
+def _import(client: docker.DockerClient, rootfs: Path, reference: str) -> None:
+    """A root file system's tar imported as the image ``reference``."""
+    from docker.errors import DockerException
+
     repository, tag = reference.rsplit(":", 1)
     reply = client.api.import_image_from_file(str(rootfs), repository=repository, tag=tag)
     # podman's Docker API tags an import 'latest' whatever it is asked; its reply names the image, so tag it
@@ -221,6 +226,33 @@ def ensure_base(client: docker.DockerClient) -> str:
         else:
             context = _context(work, "base", {}, {"requirements.txt": "\n".join(BASE_PYTHON_PACKAGES) + "\n"})
             _build(client, reference, context, None)
+    return reference
+
+
+CLIENT_SUITES = {"client-trixie": "trixie"}  # a client image's folder -> its Debian suite (Python 3.13)
+
+
+def client_reference(name: str) -> str:
+    return f"{REPOSITORY}/{name}:{_tag(CLIENT_SUITES[name], _folder_text(BUILD_FILES / name))}"
+
+
+def ensure_client_image(client: docker.DockerClient, name: str = "client-trixie") -> str:
+    """A Debian image with only the packages of ``testcontainers/<name>/packages.txt``, for a client of another
+    Python than the host's (Debian 13's is 3.13): built with ``mmdebstrap``, as the base is, once per change."""
+    reference = client_reference(name)
+    if _have(client, reference):
+        return reference
+    mmdebstrap = shutil.which("mmdebstrap")
+    if mmdebstrap is None:
+        raise ProvisioningError(f"building {reference} needs mmdebstrap: python -m hudi_connect_stack.provision podman")
+    packages = (BUILD_FILES / name / "packages.txt").read_text().split()
+    provision.progress(f"building {reference} with mmdebstrap (Debian {CLIENT_SUITES[name]})")
+    with tempfile.TemporaryDirectory(prefix="hudi-connect-image-") as work_dir:
+        rootfs = Path(work_dir) / "rootfs.tar"
+        provision.run_checked([mmdebstrap, "--variant=apt", "--include=" + ",".join(packages),
+              "--customize-hook=rm -rf \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/*",
+              CLIENT_SUITES[name], str(rootfs)], what=f"mmdebstrap of {name}")
+        _import(client, rootfs, reference)
     return reference
 
 

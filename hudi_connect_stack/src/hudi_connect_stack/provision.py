@@ -33,6 +33,7 @@ INTERCEPTOR_CLASS = "hudiconnect.LoopbackTokenInterceptor"
 SERVER_PLUGIN_SOURCE = Path(__file__).with_name("java") / "HudiServerPlugin.java"
 SERVER_PLUGIN_CLASS = "hudiconnect.HudiServerPlugin"
 REQUIRED_JAVA_MAJOR = 17
+SPARK4_JAVA_MAJORS = (17, 21)
 
 
 def cache_dir() -> Path:
@@ -76,15 +77,18 @@ def parse_java_major(version_output: str) -> int:
     return major
 
 
-def check_java() -> None:
+def check_java(majors: Sequence[int] = (REQUIRED_JAVA_MAJOR,)) -> None:
+    """A JDK of one of ``majors`` first on PATH: Spark 3.5 with Hudi's bundle needs Java 17; Spark 4's servers
+    and compiling the harness's jars (``--release 8``) take 17 or 21 (Debian 13 has no Java 17)."""
     java = require_tool("java")
     output = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     major = parse_java_major(output)
-    if major != REQUIRED_JAVA_MAJOR:
+    if major not in majors:
+        wanted = " or ".join(str(m) for m in majors)
         raise ProvisioningError(
-            f"Java {REQUIRED_JAVA_MAJOR} is required (Spark {versions.SPARK_VERSION} with Hudi "
-            f"{versions.HUDI_VERSION}), but 'java' is version {major}: put a Java "
-            f"{REQUIRED_JAVA_MAJOR} JDK first on PATH or set JAVA_HOME"
+            f"Java {wanted} is required (Spark {versions.SPARK_VERSION} with Hudi {versions.HUDI_VERSION} runs on "
+            f"Java {REQUIRED_JAVA_MAJOR}), but 'java' is version {major}: put a Java {wanted} JDK first on PATH "
+            "or set JAVA_HOME"
         )
     require_tool("javac")
 
@@ -244,7 +248,7 @@ def _compiled_jar(source: Path, classpath: Sequence[Path], folder: str, jar_name
     jar = target / jar_name
     if jar.is_file():
         return jar
-    check_java()
+    check_java(SPARK4_JAVA_MAJORS)  # compiled for Java 8 classes: either JDK
     progress(f"compiling {what}")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
@@ -568,8 +572,10 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
     if unknown:
         raise ValueError(f"unknown components {unknown}; choose from {[*COMPONENTS, *OPTIONAL_COMPONENTS]}")
     started = time.monotonic()
-    if {"jars", "interceptor", *SPARK4_COMPONENTS} & set(components):
+    if "jars" in components:  # the Spark 3.5 servers' (Hudi's bundle among them)
         check_java()
+    elif {"interceptor", *SPARK4_COMPONENTS} & set(components):
+        check_java(SPARK4_JAVA_MAJORS)
     lines = [line for name, line in versions.SPARK4_LINES.items() if f"spark-{name}" in components]
 
     def maven() -> None:

@@ -90,19 +90,24 @@ def write_reference_table(spark: SparkSession, path: str, spec: ReferenceTable) 
     )
 
 
-def write_all(out: Path) -> None:
+def write_all(out: Path, spark: SparkSession | None = None) -> None:
+    """Every reference table and its answers in ``out``, written through ``spark`` (a Hudi server's session)
+    or a local Hudi server started for it."""
     from hudi_connect.client.server import connect
     from hudi_connect_stack.local import local_hudi_server
 
     out.mkdir(parents=True, exist_ok=True)
-    with local_hudi_server() as url:
-        spark = connect(url)
-        try:
-            for spec in REFERENCE_TABLES:
-                answers = write_reference_table(spark, str(out / spec.name), spec)
-                (out / f"{spec.name}.json").write_text(json.dumps(asdict(answers), default=str))
-        finally:
-            spark.stop()
+    if spark is None:
+        with local_hudi_server() as url:
+            session = connect(url)
+            try:
+                write_all(out, session)
+            finally:
+                session.stop()
+        return
+    for spec in REFERENCE_TABLES:
+        answers = write_reference_table(spark, str(out / spec.name), spec)
+        (out / f"{spec.name}.json").write_text(json.dumps(asdict(answers), default=str))
     (out / COMPLETE).write_text("")
 
 
