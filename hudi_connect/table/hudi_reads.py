@@ -20,6 +20,11 @@ from hudi_connect.core.format.timeline import as_of_time, range_time
 from hudi_connect.table import options as opts
 
 
+def shown_columns(df: DataFrame, with_meta_columns: bool) -> DataFrame:
+    """A read as the table object shows it: Hudi's meta columns only when asked for (ours and Hudi's reads)."""
+    return df if with_meta_columns else df.drop(*META_COLUMNS)
+
+
 class HudiReads:
     """Hudi's own query types through its Spark datasource: snapshot, read-optimized, time travel,
     incremental and CDC, each a DataFrame Hudi's bundle on the server plans."""
@@ -49,13 +54,13 @@ class HudiReads:
     def snapshot(self, *, with_meta_columns: bool = False) -> DataFrame:
         """The latest state of every record."""
         df = self._read(opts.snapshot_options())
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
+        return shown_columns(df, with_meta_columns)
 
     @over_connect("planning Hudi's read-optimized read")
     def read_optimized(self, *, with_meta_columns: bool = False) -> DataFrame:
         """Base files only: for MOR, the state as of the last compaction of each file group."""
         df = self._read(opts.read_optimized_options())
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
+        return shown_columns(df, with_meta_columns)
 
     @over_connect("planning Hudi's time-travel read")
     def as_of(self, instant: InstantLike, *, with_meta_columns: bool = False) -> DataFrame:
@@ -69,7 +74,7 @@ class HudiReads:
                 f"{first.requested_time if first else 'not there yet'}"
             )
         df = self._read(opts.time_travel_options(requested))
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
+        return shown_columns(df, with_meta_columns)
 
     def _range_time(self, instant: InstantLike) -> str:
         """The time Hudi compares in incremental ranges (:func:`~hudi_connect.core.format.timeline.range_time`)."""
@@ -94,7 +99,7 @@ class HudiReads:
         if fallback_to_full_scan is not None:
             options["hoodie.datasource.read.incr.fallback.fulltablescan.enable"] = str(fallback_to_full_scan).lower()
         df = self._read(options)
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
+        return shown_columns(df, with_meta_columns)
 
     @over_connect("planning Hudi's CDC query")
     def cdc(self, begin: InstantLike, end: InstantLike | None = None) -> DataFrame:

@@ -47,13 +47,12 @@ from hudi_connect.core.format.table_config import (
     TableProperties,
     TableType,
 )
-from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.core.format.timeline import Instant, Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex
 from hudi_connect.spec.user_predicates import UserPredicates
 from hudi_connect.table import options as opts
-from hudi_connect.table.hudi_reads import HudiReads
+from hudi_connect.table.hudi_reads import HudiReads, shown_columns
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.recovery import (
     RecoveryReport,
@@ -522,18 +521,14 @@ class HudiTable:
             self._reader = TableReader(self._spark, self._base_path, self._view)
         return self._reader
 
-    @staticmethod
-    def _columns(df: DataFrame, with_meta_columns: bool) -> DataFrame:
-        return df if with_meta_columns else df.drop(*META_COLUMNS)
-
     def snapshot(self, predicates: UserPredicates = (), *, with_meta_columns: bool = False) -> DataFrame:
         """The latest state of every record. ``predicates`` (ours, ``F.col("city") == "paris"``, or SQL text,
         one or a list that must all hold) prune partitions and files, then filter rows."""
-        return self._columns(self.reader.snapshot(predicates), with_meta_columns)
+        return shown_columns(self.reader.snapshot(predicates), with_meta_columns)
 
     def read_optimized(self, predicates: UserPredicates = (), *, with_meta_columns: bool = False) -> DataFrame:
         """Base files only: for MOR, the state as of the last compaction of each file group."""
-        return self._columns(self.reader.read_optimized(predicates), with_meta_columns)
+        return shown_columns(self.reader.read_optimized(predicates), with_meta_columns)
 
     def as_of(self, instant: InstantLike, predicates: UserPredicates = (), *,
               with_meta_columns: bool = False) -> DataFrame:
@@ -541,14 +536,14 @@ class HudiTable:
         times). Every call taking an instant takes an ``Instant``, instant-time text (17 or 14 digits,
         ``yyyy-MM-dd HH:mm:ss[.SSS]``, ``yyyy-MM-dd``, as Hudi reads them) or a ``datetime`` (a naive one is the
         client's local time, as pyspark reads it), resolved by :mod:`hudi_connect.client.instants`."""
-        return self._columns(self.reader.as_of(instant, predicates), with_meta_columns)
+        return shown_columns(self.reader.as_of(instant, predicates), with_meta_columns)
 
     def incremental(self, begin: InstantLike, end: InstantLike | None = None,
                     predicates: UserPredicates = (), *, with_meta_columns: bool = False,
                     fallback_to_full_scan: bool = True) -> DataFrame:
         """Latest state (as of ``end``) of the records written by commits in (begin, end]; ``'earliest'`` starts
         at the beginning (:meth:`TableReader.incremental` tells how ranges beyond the history are answered)."""
-        return self._columns(self.reader.incremental(begin, end, predicates,
+        return shown_columns(self.reader.incremental(begin, end, predicates,
                                                      fallback_to_full_scan=fallback_to_full_scan), with_meta_columns)
 
     def changes(self, begin: InstantLike, end: InstantLike | None = None, *, format: ChangeFormat = "hudi",
