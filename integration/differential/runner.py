@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.cdc.query import JSON_OPTIONS
-from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError
+from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError, WriteFailedError
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
@@ -159,7 +159,7 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
         rows = [_row(r, step.operation == "soft_delete") for r in step.records]
         spark.createDataFrame(rows, schema(shape)).write.format("hudi").options(**writer_options(shape)) \
             .option("hoodie.datasource.write.operation", operation).mode("append").save(path)
-    except (SparkConnectException, PySparkException) as error:
+    except (SparkConnectException, PySparkException, WriteFailedError) as error:  # Hudi's write or table service
         raise HudiWriteFailed(f"{step}: {str(error).splitlines()[0][:300]}") from error
     if step.fails:
         uncomplete_last_write(spark, path, shape.version)
@@ -439,6 +439,14 @@ def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: 
             outcome.release_differences.append(_difference(f"{where}, Hudi {other}", request, mine, answers[other]))
             return outcome
         release = "1.2" if "1.2" in answers else next(r for r, rows in answers.items() if rows != mine)
+        if request.kind == "changes" and not compare_changes_with_model(
+                plain, tables.get("1.2") or next(iter(tables.values())), request, commits, where).differences:
+            # Hudi inconsistent with itself: its CDC query unlike its own time travel, which ours equals (docs:
+            # the 1.0.2 run's seed 9601, a delete in the null partition); kept as an example, not a failure
+            outcome.compared["Hudi's CDC unlike its own time travel, which ours equals"] += 1
+            outcome.release_differences.append(_difference(f"{where}, Hudi {release}'s CDC (ours equals its time "
+                                                            "travel)", request, mine, answers[release]))
+            return outcome
         outcome.differences.append(_difference(f"{where}, Hudi {release}", request, mine, answers[release]))
         outcome.compared["different"] += 1
     return outcome
