@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_connect import col, library_errors
+from hudi_connect import col, connect, library_errors
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.core.errors import ConcurrentTableChangeError
 from hudi_connect.reader import TableReader, table_reader
@@ -97,6 +97,35 @@ def test_a_naive_timestamp_from_a_client_outside_utc_prunes_no_matching_file(
     run(spark, plain_spark, path, scenario)
     with client_zone("Asia/Kolkata"):
         assert {k for k, _ in rows(plain_spark, path, after)} == {0, 2}
+
+
+def test_an_instant_in_a_predicate_reads_the_same_whichever_session_is_active_in_the_process(
+    spark: SparkSession, plain_spark: SparkSession, plain_server_url: str, tmp_path: Path
+) -> None:
+    """pyspark types a datetime literal by the process's active session (its ``spark.sql.timestampType``), not
+    the one the plan runs in. With another session active that prefers TIMESTAMP_NTZ, our instant became its
+    wall-clock time: 05:00+05:30 (23:30 UTC the day before) read as 05:00 UTC, and the record at 00:00 UTC was
+    lost. Our literals are typed TIMESTAMP themselves (``spark_columns.spark_literal``)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    path = str(tmp_path / "t")
+    table = HudiTable.create(spark, path, "id int, t timestamp, ts long", record_key="id", ordering_field="ts",
+                             table_type="COPY_ON_WRITE")
+    table.upsert(spark.sql("SELECT 1 AS id, TIMESTAMP'2024-01-01 00:00:00' AS t, 1L AS ts UNION ALL "
+                           "SELECT 2, TIMESTAMP'2024-01-01 10:00:00', 1L"))
+    kolkata = dt.timezone(dt.timedelta(hours=5, minutes=30))
+    after = col("t") > dt.datetime(2024, 1, 1, 5, tzinfo=kolkata)
+    wall_clock = connect(plain_server_url)
+    wall_clock.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
+    active = ConnectSession.getActiveSession()
+    ConnectSession._active_session.session = wall_clock
+    try:
+        read = HudiTable.open(plain_spark, path)
+        assert sorted(r.id for r in read.snapshot(after).collect()) == [1, 2]
+        assert sorted(r.id for r in read.snapshot(~after).collect()) == []
+    finally:
+        ConnectSession._active_session.session = active
+        wall_clock.stop()
 
 
 def test_mor_late_records_after_natural_deletes_merge_as_hudis_before_and_after_compaction(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
 from typing import Any
@@ -40,11 +41,11 @@ def to_spark(expr: Expression, qualifier: str | None = None) -> SparkColumn:
     if isinstance(expr, Column):
         return F.col(f"{qualifier}.{expr.name}" if qualifier else expr.name)
     if isinstance(expr, Literal):
-        return F.lit(expr.value)
+        return spark_literal(expr.value)
     if isinstance(expr, Comparison):
         return _COMPARE[expr.op](to_spark(expr.left, qualifier), to_spark(expr.right, qualifier))
     if isinstance(expr, In):
-        return to_spark(expr.value, qualifier).isin(*expr.options)
+        return to_spark(expr.value, qualifier).isin(*(spark_literal(option) for option in expr.options))
     if isinstance(expr, IsNull):
         return to_spark(expr.value, qualifier).isNull()
     if isinstance(expr, And):
@@ -56,6 +57,21 @@ def to_spark(expr: Expression, qualifier: str | None = None) -> SparkColumn:
     if isinstance(expr, Function):
         return _FUNCTIONS[expr.name](*(to_spark(a, qualifier) for a in expr.args))
     raise TypeError(f"not an expression: {expr!r}")
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def spark_literal(value: Any) -> SparkColumn:
+    """``value`` as a Spark literal. Our tree's datetimes are instants (a naive one the client's local time, as
+    pyspark reads it) and go as TIMESTAMP microseconds: pyspark's ``lit`` would type a datetime by whichever
+    session is active in the process (its ``spark.sql.timestampType``), asking that session's server, not the
+    one the plan runs on; a session preferring TIMESTAMP_NTZ would turn the instant into its wall-clock time,
+    and a dead one would fail the read."""
+    if isinstance(value, dt.datetime):
+        instant = value if value.tzinfo is not None else value.astimezone()
+        return F.timestamp_micros(F.lit((instant - _EPOCH) // dt.timedelta(microseconds=1)))
+    return F.lit(value)
 
 
 def all_of(predicates: Sequence[Expression], qualifier: str | None = None) -> Any:
