@@ -377,7 +377,8 @@ def _add_stack_commands(commands: Any) -> None:
     up = verbs.add_parser("up", help="start the stack, print its endpoints, stop it on Ctrl-C")
     up.add_argument("--services", default=",".join(DEFAULT_SERVICES),
                     help=f"comma-separated, of {', '.join(SERVICES)} (hudi and plain: the two Connect servers; "
-                         "*-storages: Connect servers that also reach gcs, azurite and hdfs, which they start) "
+                         "*-storages: Connect servers that also reach gcs, azurite and hdfs, which they start; "
+                         "*-metastore: Connect servers keeping their catalog in hive-metastore, which they start) "
                          "(default: %(default)s)")
     up.add_argument("--backend", choices=["local", "docker"], default="local",
                     help="local processes, or containers (a Docker engine, or podman's started for the stack)")

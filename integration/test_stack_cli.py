@@ -2,7 +2,8 @@
 
 Started detached in a run directory of its own, its env file must name
 endpoints that answer (MinIO with its credentials, PostgreSQL by its DSN,
-Spark Connect with its token), and `stack down` must stop all of it.
+Spark Connect with its token, the Hive Metastore and a server keeping its
+catalog there), and `stack down` must stop all of it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hudi_connect_stack.hive_metastore import databases
 from hudi_connect_stack.process import port_open
 from minio import Minio
 
@@ -42,7 +44,7 @@ def test_stack_up_writes_endpoints_that_answer_and_stack_down_stops_them(
     backend = "local" if backend == "auto" else backend
     # outside pytest's private temporary folders: PostgreSQL's unprivileged service user must reach it
     run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-stack-test-"))
-    up = _stack("up", "--services", "minio,postgres,plain", "--backend", backend, "--detach",
+    up = _stack("up", "--services", "minio,postgres,plain,plain-metastore", "--backend", backend, "--detach",
                 "--run-dir", str(run_dir), "--env-file", str(tmp_path / "my.env"))
     try:
         assert up.returncode == 0, up.stderr[-3000:]
@@ -66,10 +68,20 @@ def test_stack_up_writes_endpoints_that_answer_and_stack_down_stops_them(
             assert spark.range(5).count() == 5
         finally:
             spark.stop()
+
+        # the Hive Metastore, and a server keeping its catalog there: what it creates, the metastore lists
+        host, metastore_port = env["HIVE_METASTORE_URIS"].removeprefix("thrift://").split(":")
+        catalogued = connect(env["HUDI_CONNECT_PLAIN_METASTORE_SPARK_URL"])
+        try:
+            catalogued.sql("CREATE DATABASE stack_check").collect()
+        finally:
+            catalogued.stop()
+        assert {"default", "stack_check"} <= set(databases(host, int(metastore_port)))
     finally:
         down = _stack("down", "--run-dir", str(run_dir))
     assert down.returncode == 0, down.stderr[-3000:]
-    assert {"minio", "postgres", "spark-connect-plain"} <= set(down.stdout.split(": ", 1)[1].strip().split(", "))
+    assert {"minio", "postgres", "spark-connect-plain", "hive-metastore", "spark-connect-plain-metastore"} <= set(
+        down.stdout.split(": ", 1)[1].strip().split(", "))
     assert not port_open(port)
     assert not (run_dir / "stack.env").exists()
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -12,6 +12,7 @@ from hudi_connect_stack.endpoints import (
     AzuriteEndpoint,
     GcsEndpoint,
     HdfsEndpoint,
+    HiveMetastoreEndpoint,
     KafkaEndpoint,
     MinioEndpoint,
     PostgresEndpoint,
@@ -87,6 +88,8 @@ STACK = StackEndpoints(
     azurite=AzuriteEndpoint("http://127.0.0.1:10000/devstoreaccount1", "devstoreaccount1", "a2V5+/=="),
     hdfs=HdfsEndpoint("hdfs://127.0.0.1:8020", "127.0.0.1:9870", "/tmp/run dir/hdfs/client-conf"),
     hudi_storages=SparkConnectEndpoint("127.0.0.1", 15004, "tok-en_3", "hudi-storages"),
+    hive_metastore=HiveMetastoreEndpoint("thrift://127.0.0.1:9083", "file:///tmp/run/hive-warehouse"),
+    plain_metastore=SparkConnectEndpoint("127.0.0.1", 15005, "tok-en_4", "plain-metastore"),
 )
 
 
@@ -102,6 +105,9 @@ def test_the_env_file_reads_back_in_a_shell_as_the_endpoints(tmp_path: Path) -> 
     assert env["HUDI_CONNECT_HDFS_URI"] == "hdfs://127.0.0.1:8020"
     assert env["HUDI_CONNECT_STORAGES_SPARK_URL"].startswith("sc://127.0.0.1:15004/")
     assert "HUDI_CONNECT_PLAIN_STORAGES_SPARK_URL" not in env
+    assert env["HIVE_METASTORE_URIS"] == "thrift://127.0.0.1:9083"
+    assert env["HUDI_CONNECT_PLAIN_METASTORE_SPARK_URL"].startswith("sc://127.0.0.1:15005/")
+    assert "HUDI_CONNECT_METASTORE_SPARK_URL" not in env
     env_file = tmp_path / "stack.env"
     env_file.write_text(render_env_file(env))
     shown = subprocess.run(["bash", "-c", f"set -a; . {env_file}; env -0"], capture_output=True, text=True,

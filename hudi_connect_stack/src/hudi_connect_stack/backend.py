@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from hudi_connect_stack.endpoints import MinioEndpoint, SparkFlavor, StorageEndpoints
+from hudi_connect_stack.endpoints import (
+    HiveMetastoreEndpoint,
+    MinioEndpoint,
+    PostgresEndpoint,
+    SparkFlavor,
+    StorageEndpoints,
+)
 from hudi_connect_stack.process import RunningService
 
 BackendName = Literal["auto", "local", "docker"]
@@ -32,8 +38,11 @@ class Backend(Protocol):
 
     def hdfs(self, run_dir: Path) -> RunningService: ...
 
+    def hive_metastore(self, run_dir: Path, postgres: PostgresEndpoint) -> RunningService: ...
+
     def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
-                      storages: StorageEndpoints | None = None) -> RunningService: ...
+                      storages: StorageEndpoints | None = None,
+                      metastore: HiveMetastoreEndpoint | None = None) -> RunningService: ...
 
 
 class LocalBackend:
@@ -71,13 +80,19 @@ class LocalBackend:
 
         return start_hdfs(run_dir)
 
+    def hive_metastore(self, run_dir: Path, postgres: PostgresEndpoint) -> RunningService:
+        from hudi_connect_stack.hive_metastore import start_hive_metastore
+
+        return start_hive_metastore(run_dir, postgres)
+
     def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
-                      storages: StorageEndpoints | None = None) -> RunningService:
+                      storages: StorageEndpoints | None = None,
+                      metastore: HiveMetastoreEndpoint | None = None) -> RunningService:
         from hudi_connect_stack.spark_connect import start_cluster_connect, start_spark_connect
 
         if flavor == "cluster":
             return start_cluster_connect(run_dir, minio=minio)
-        return start_spark_connect(run_dir, flavor, minio=minio, storages=storages)
+        return start_spark_connect(run_dir, flavor, minio=minio, storages=storages, metastore=metastore)
 
 
 def choose_backend(

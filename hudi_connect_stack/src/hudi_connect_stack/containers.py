@@ -41,6 +41,7 @@ from hudi_connect_stack import versions
 from hudi_connect_stack.checkout import checkout_root
 from hudi_connect_stack.endpoints import (
     GcsEndpoint,
+    HiveMetastoreEndpoint,
     KafkaEndpoint,
     MinioEndpoint,
     PostgresEndpoint,
@@ -64,6 +65,7 @@ KAFKA_CONTROLLER_PORT = 9093
 KAFKA_DATA_DIR = Path("/tmp/kraft-combined-logs")  # writable by the image's appuser
 SPARK_SUBMIT = "/opt/spark/bin/spark-submit"
 CONTAINER_JARS = PurePosixPath("/opt/hudi-connect/jars")
+CONTAINER_METASTORE_JARS = PurePosixPath("/opt/hudi-connect/hive-metastore")
 CONTAINER_WORK_DIR = Path("/tmp/hudi-connect")  # writable by the image's spark user
 CONTAINER_PYTHON = "python3"
 ANY_ADDRESS = "0.0.0.0"  # what a service binds in its container: published ports reach it there
@@ -196,7 +198,8 @@ def hdfs_env(ports: Mapping[str, int]) -> dict[str, str]:
 
 
 def container_server_confs(flavor: SparkFlavor, port: int, minio: MinioEndpoint | None,
-                           storages: StorageEndpoints | None = None) -> dict[str, str]:
+                           storages: StorageEndpoints | None = None,
+                           metastore: HiveMetastoreEndpoint | None = None) -> dict[str, str]:
     """The local server's confs with the container's paths and interpreter.
 
     The server shares the host's network, so its loopback addresses (driver,
@@ -207,7 +210,7 @@ def container_server_confs(flavor: SparkFlavor, port: int, minio: MinioEndpoint 
     from hudi_connect_stack.spark_connect import render_server_confs
 
     return render_server_confs(
-        flavor, port=port, work_dir=CONTAINER_WORK_DIR, minio=minio, storages=storages,
+        flavor, port=port, work_dir=CONTAINER_WORK_DIR, minio=minio, storages=storages, metastore=metastore,
         extra={"spark.pyspark.python": CONTAINER_PYTHON},
     )
 
@@ -398,8 +401,47 @@ class DockerBackend:
         container_id = _start("hdfs", create, lambda _: cluster_ready(endpoint, ports["http"]))
         return RunningService(endpoint, (), (container_id,))
 
+    def hive_metastore(self, run_dir: Path, postgres: PostgresEndpoint) -> RunningService:
+        """The metastore's JVM in the Spark image (it has the Java it needs), from the provisioned jars mounted
+        read-only, on the host's network (its PostgreSQL is published on loopback); the warehouse folder at the
+        same path as on the host, where the Spark containers mount it too."""
+        from testcontainers.core.container import DockerContainer
+
+        from hudi_connect_stack.hive_metastore import (
+            answers,
+            ensure_hive_metastore,
+            init_schema,
+            java_command,
+            metastore_site,
+            write_conf,
+        )
+
+        home, warehouse = run_dir / "hive-metastore", run_dir / "hive-warehouse"
+        warehouse.mkdir(parents=True, exist_ok=True)
+        os.chmod(warehouse, 0o777)  # the containers' spark user creates the databases' folders
+        jars = ensure_hive_metastore()
+        init_schema(postgres)
+        port = free_port()
+        write_conf(home / "conf", metastore_site(postgres, port, warehouse.as_uri()))
+        command = java_command(home / "conf", [str(CONTAINER_METASTORE_JARS / jar.name) for jar in jars], port)
+
+        def create() -> DockerContainer:
+            container = DockerContainer(self._image("spark-connect"), network_mode="host",
+                                        labels={LABEL: "hive-metastore"})
+            container.with_command(command)
+            for jar in jars:
+                container.with_volume_mapping(str(jar), str(CONTAINER_METASTORE_JARS / jar.name), "ro")
+            container.with_volume_mapping(str(home / "conf"), str(home / "conf"), "ro")
+            container.with_volume_mapping(str(warehouse), str(warehouse), "rw")
+            return container
+
+        container_id = _start("hive-metastore", create, lambda _: answers(LOOPBACK, port))
+        endpoint = HiveMetastoreEndpoint(f"thrift://{LOOPBACK}:{port}", warehouse.as_uri())
+        return RunningService(endpoint, (), (container_id,))
+
     def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
-                      storages: StorageEndpoints | None = None) -> RunningService:
+                      storages: StorageEndpoints | None = None,
+                      metastore: HiveMetastoreEndpoint | None = None) -> RunningService:
         from testcontainers.core.container import DockerContainer
 
         from hudi_connect_stack.spark_connect import READY_MARKER, server_command, server_jars, storage_env
@@ -414,7 +456,7 @@ class DockerBackend:
         port = free_port()  # the server binds it on the host's network
         token = secrets.token_urlsafe(24)
         jars = {jar.name: jar for jar in server_jars(flavor)}
-        command = server_command(flavor, container_server_confs(flavor, port, minio, storages))
+        command = server_command(flavor, container_server_confs(flavor, port, minio, storages, metastore))
         # The local command with the image's spark-submit and the jars where they are mounted.
         command[0] = SPARK_SUBMIT
         command[command.index("--jars") + 1] = ",".join(str(CONTAINER_JARS / name) for name in jars)
@@ -433,6 +475,9 @@ class DockerBackend:
                 container.with_volume_mapping(str(folder), str(folder), "rw")
             if storages is not None:  # HADOOP_CONF_DIR names it: the same path inside
                 container.with_volume_mapping(storages.hdfs.conf_dir, storages.hdfs.conf_dir, "ro")
+            if metastore is not None:  # the tables' folders, where the metastore says they are
+                warehouse = metastore.warehouse_dir.removeprefix("file://")
+                container.with_volume_mapping(warehouse, warehouse, "rw")
             return container
 
         def ready(container: DockerContainer) -> bool:

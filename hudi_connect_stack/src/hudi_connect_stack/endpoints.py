@@ -12,8 +12,9 @@ from urllib.parse import quote
 
 # plain-4.0 to plain-4.3: plain servers of a Spark 4 line (versions.SPARK4_LINES); hudi-storages and
 # plain-storages: the Hudi and plain servers wired to the GCS, Azure and HDFS servers too (StorageEndpoints)
+# hudi-metastore and plain-metastore: the Hudi and plain servers keeping their catalog in the Hive Metastore
 SparkFlavor = Literal["hudi", "plain", "cluster", "hudi-lance", "plain-4.0", "plain-4.1", "plain-4.2", "plain-4.3",
-                      "hudi-storages", "plain-storages", "hudi-0.15", "hudi-1.0"]
+                      "hudi-storages", "plain-storages", "hudi-0.15", "hudi-1.0", "hudi-metastore", "plain-metastore"]
 
 TOKEN_HEADER = "x-hudi-connect-token"
 
@@ -98,6 +99,15 @@ class PostgresEndpoint:
 
 
 @dataclass(frozen=True)
+class HiveMetastoreEndpoint:
+    """A Hive Metastore's Thrift address and the warehouse its databases' folders go in (every server using it
+    must reach the same one)."""
+
+    uri: str  # thrift://127.0.0.1:port
+    warehouse_dir: str  # file:///...
+
+
+@dataclass(frozen=True)
 class SparkConnectEndpoint:
     host: str
     port: int
@@ -114,9 +124,9 @@ class SparkConnectEndpoint:
 
 
 Endpoint = (MinioEndpoint | KafkaEndpoint | PostgresEndpoint | SparkConnectEndpoint | GcsEndpoint | AzuriteEndpoint
-            | HdfsEndpoint)
+            | HdfsEndpoint | HiveMetastoreEndpoint)
 E = TypeVar("E", MinioEndpoint, KafkaEndpoint, PostgresEndpoint, SparkConnectEndpoint, GcsEndpoint, AzuriteEndpoint,
-            HdfsEndpoint)
+            HdfsEndpoint, HiveMetastoreEndpoint)
 
 
 def endpoint_to_json(endpoint: Endpoint) -> dict[str, Any]:

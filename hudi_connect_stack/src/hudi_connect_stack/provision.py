@@ -99,18 +99,19 @@ def render_pom(jar_set: JarSet) -> str:
     """A throw-away POM whose dependencies are the jar set, for ``copy-dependencies``."""
     dependencies = []
     for artifact in jar_set.artifacts:
-        exclusions = (
-            ""
-            if artifact.transitive
-            else "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId>"
-            "</exclusion></exclusions>"
+        excluded = [name.split(":") for name in artifact.exclusions] if artifact.transitive else [["*", "*"]]
+        exclusions = "".join(
+            f"<exclusion><groupId>{escape(group)}</groupId><artifactId>{escape(name)}</artifactId></exclusion>"
+            for group, name in excluded
         )
+        exclusions = f"<exclusions>{exclusions}</exclusions>" if exclusions else ""
         dependencies.append(
             "    <dependency>"
             f"<groupId>{escape(artifact.group)}</groupId>"
             f"<artifactId>{escape(artifact.artifact)}</artifactId>"
             f"<version>{escape(artifact.version)}</version>"
             + (f"<classifier>{escape(artifact.classifier)}</classifier>" if artifact.classifier else "")
+            + (f"<type>{escape(artifact.packaging)}</type>" if artifact.packaging != "jar" else "")
             + f"{exclusions}</dependency>"
         )
     body = "\n".join(dependencies)

@@ -21,7 +21,13 @@ from pathlib import Path
 import pyspark
 
 from hudi_connect_stack import provision, versions
-from hudi_connect_stack.endpoints import MinioEndpoint, SparkConnectEndpoint, SparkFlavor, StorageEndpoints
+from hudi_connect_stack.endpoints import (
+    HiveMetastoreEndpoint,
+    MinioEndpoint,
+    SparkConnectEndpoint,
+    SparkFlavor,
+    StorageEndpoints,
+)
 from hudi_connect_stack.process import (
     LOOPBACK,
     Jit,
@@ -61,7 +67,21 @@ _EARLIER_HUDI: Mapping[str, versions.JarSet] = {"hudi-0.15": versions.HUDI_015_J
 
 
 def with_hudi(flavor: SparkFlavor) -> bool:
-    return flavor in ("hudi", "cluster", "hudi-lance", "hudi-storages", *_EARLIER_HUDI)
+    return flavor in ("hudi", "cluster", "hudi-lance", "hudi-storages", "hudi-metastore", *_EARLIER_HUDI)
+
+
+def with_metastore(flavor: SparkFlavor) -> bool:
+    """Whether the flavor keeps its catalog in a Hive Metastore (the others keep Spark's in-memory one)."""
+    return flavor.endswith("-metastore")
+
+
+def metastore_confs(metastore: HiveMetastoreEndpoint) -> dict[str, str]:
+    """Spark's catalog in the Hive Metastore (through Spark's built-in Hive 2.3 client), with its warehouse."""
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.hive.metastore.uris": metastore.uri,
+        "spark.sql.warehouse.dir": metastore.warehouse_dir,
+    }
 
 
 def server_jars(flavor: SparkFlavor) -> list[Path]:
@@ -153,6 +173,7 @@ def render_server_confs(
     work_dir: Path,
     minio: MinioEndpoint | None = None,
     storages: StorageEndpoints | None = None,
+    metastore: HiveMetastoreEndpoint | None = None,
     master: str = "local[2]",
     worker_python: str = sys.executable,
     extra: Mapping[str, str] | None = None,
@@ -161,6 +182,8 @@ def render_server_confs(
     """Every ``--conf`` of a Connect server of the given flavor (pure: no I/O)."""
     if (storages is not None) != flavor.endswith("-storages"):
         raise ValueError(f"a {flavor} server takes storages= exactly when its flavor ends in -storages")
+    if (metastore is not None) != with_metastore(flavor):
+        raise ValueError(f"a {flavor} server takes metastore= exactly when its flavor ends in -metastore")
     confs = {
         "spark.master": master,
         "spark.connect.grpc.binding.port": str(port),
@@ -184,6 +207,8 @@ def render_server_confs(
         confs.update(s3a_confs(minio) if storages is None else s3a_confs_in_hadoop(minio))
     if storages is not None:
         confs.update(storages_confs(storages))
+    if metastore is not None:
+        confs.update(metastore_confs(metastore))
     if flavor == "cluster":
         confs.update({"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2"})
     java_options = " ".join(jit_options(jit))
@@ -230,6 +255,7 @@ def start_spark_connect(
     *,
     minio: MinioEndpoint | None = None,
     storages: StorageEndpoints | None = None,
+    metastore: HiveMetastoreEndpoint | None = None,
     master: str = "local[2]",
     extra_confs: Mapping[str, str] | None = None,
     timeout: float = READY_TIMEOUT,
@@ -251,8 +277,9 @@ def start_spark_connect(
     python = provision.ensure_spark4_server(line) if line else provision.ensure_server_python()
     home = provision.spark4_home(python) if line else spark_home()
     worker_python = str(python)
-    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, storages=storages, master=master,
-                                worker_python=worker_python, extra=extra_confs, jit=jit)
+    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, storages=storages,
+                                metastore=metastore, master=master, worker_python=worker_python, extra=extra_confs,
+                                jit=jit)
     env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python,
                      **storage_env(minio, storages)}, home=home)
     log = work_dir / "server.log"

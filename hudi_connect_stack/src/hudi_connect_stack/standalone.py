@@ -20,6 +20,7 @@ from hudi_connect_stack.endpoints import (
     AzuriteEndpoint,
     GcsEndpoint,
     HdfsEndpoint,
+    HiveMetastoreEndpoint,
     KafkaEndpoint,
     MinioEndpoint,
     PostgresEndpoint,
@@ -33,11 +34,14 @@ from hudi_connect_stack.shared import SharedServices
 
 # hudi and plain: the two Spark Connect servers; gcs, azurite and hdfs: the storage servers beside MinIO;
 # hudi-storages and plain-storages: Connect servers that also reach those three (and start them)
+# hive-metastore: the Hive Metastore (on the stack's PostgreSQL); hudi-metastore and plain-metastore: Connect
+# servers keeping their catalog there (and starting it)
 SERVICES = ("minio", "kafka", "postgres", "hudi", "plain", "gcs", "azurite", "hdfs", "hudi-storages",
-            "plain-storages")
+            "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore")
 DEFAULT_SERVICES = ("minio", "kafka", "postgres", "hudi", "plain")
 STORAGES = ("gcs", "azurite", "hdfs")
 STORAGE_SERVERS: tuple[SparkFlavor, ...] = ("hudi-storages", "plain-storages")
+METASTORE_SERVERS: tuple[SparkFlavor, ...] = ("hudi-metastore", "plain-metastore")
 ENV_FILE = "stack.env"
 JSON_FILE = "stack.json"
 
@@ -63,6 +67,9 @@ class StackEndpoints:
     hdfs: HdfsEndpoint | None = None
     hudi_storages: SparkConnectEndpoint | None = None
     plain_storages: SparkConnectEndpoint | None = None
+    hive_metastore: HiveMetastoreEndpoint | None = None
+    hudi_metastore: SparkConnectEndpoint | None = None
+    plain_metastore: SparkConnectEndpoint | None = None
 
 
 def env_of(stack: StackEndpoints) -> dict[str, str]:
@@ -93,6 +100,13 @@ def env_of(stack: StackEndpoints) -> dict[str, str]:
         env["HUDI_CONNECT_STORAGES_SPARK_URL"] = stack.hudi_storages.url
     if stack.plain_storages is not None:
         env["HUDI_CONNECT_PLAIN_STORAGES_SPARK_URL"] = stack.plain_storages.url
+    if stack.hive_metastore is not None:
+        env.update(HIVE_METASTORE_URIS=stack.hive_metastore.uri,
+                   HUDI_CONNECT_WAREHOUSE_DIR=stack.hive_metastore.warehouse_dir)
+    if stack.hudi_metastore is not None:
+        env["HUDI_CONNECT_METASTORE_SPARK_URL"] = stack.hudi_metastore.url
+    if stack.plain_metastore is not None:
+        env["HUDI_CONNECT_PLAIN_METASTORE_SPARK_URL"] = stack.plain_metastore.url
     return env
 
 
@@ -118,13 +132,17 @@ def start_stack(
         raise ValueError(f"unknown services {unknown}: choose from {', '.join(SERVICES)}")
     if set(services) & set(STORAGE_SERVERS):
         services = [*services, *STORAGES]
+    if set(services) & set(METASTORE_SERVERS):
+        services = [*services, "hive-metastore"]
+    if "hive-metastore" in services:
+        services = [*services, "postgres"]  # its database
     run_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(run_dir, 0o755)  # PostgreSQL's service user must reach its directory
     needed: list[str] = []
-    if {"hudi", "plain", *STORAGE_SERVERS} & set(services):
+    if {"hudi", "plain", *STORAGE_SERVERS, *METASTORE_SERVERS} & set(services):
         needed += ["jars", "interceptor", "server-python"]  # the servers' jars, also mounted into containers
-    elif {"kafka", "hdfs"} & set(services):
-        needed.append("jars")  # the broker's and the HDFS daemons' jars come with Spark's
+    elif {"kafka", "hdfs", "hive-metastore"} & set(services):
+        needed.append("jars")  # the broker's, the HDFS daemons' and the metastore's jars come with Spark's
     if "minio" in services:
         needed.append("minio")  # the binary, or the docker backend's image of it
     if "postgres" in services and backend != "docker":
@@ -139,19 +157,25 @@ def start_stack(
     azurite = shared.get("azurite", AzuriteEndpoint, chosen.azurite) if "azurite" in services else None
     hdfs = shared.get("hdfs", HdfsEndpoint, chosen.hdfs) if "hdfs" in services else None
     storages = StorageEndpoints(gcs, azurite, hdfs) if gcs and azurite and hdfs else None
+    postgres = shared.get("postgres", PostgresEndpoint, chosen.postgres) if "postgres" in services else None
+    metastore = shared.get("hive-metastore", HiveMetastoreEndpoint,
+                           lambda directory: chosen.hive_metastore(directory, postgres)) \
+        if "hive-metastore" in services and postgres is not None else None
 
     def server(flavor: SparkFlavor) -> SparkConnectEndpoint | None:
         if flavor not in services:
             return None
         reached = storages if flavor in STORAGE_SERVERS else None
+        catalog = metastore if flavor in METASTORE_SERVERS else None
+        reaches_minio = None if catalog is not None else minio  # the metastore's servers keep tables in its warehouse
         return shared.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
-                          lambda directory: chosen.spark_connect(directory, flavor, minio, reached))
+                          lambda directory: chosen.spark_connect(directory, flavor, reaches_minio, reached, catalog))
 
     stack = StackEndpoints(
         backend=chosen.name,
         minio=minio,
         kafka=shared.get("kafka", KafkaEndpoint, chosen.kafka) if "kafka" in services else None,
-        postgres=shared.get("postgres", PostgresEndpoint, chosen.postgres) if "postgres" in services else None,
+        postgres=postgres,
         hudi=server("hudi"),
         plain=server("plain"),
         gcs=gcs,
@@ -159,6 +183,9 @@ def start_stack(
         hdfs=hdfs,
         hudi_storages=server("hudi-storages"),
         plain_storages=server("plain-storages"),
+        hive_metastore=metastore,
+        hudi_metastore=server("hudi-metastore"),
+        plain_metastore=server("plain-metastore"),
     )
     env = env_of(stack)
     (run_dir / ENV_FILE).write_text(render_env_file(env))

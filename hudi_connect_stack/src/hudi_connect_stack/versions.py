@@ -36,6 +36,8 @@ class MavenArtifact:
     version: str
     transitive: bool = False
     classifier: str = ""  # a jar beside the main one (``shaded``)
+    exclusions: tuple[str, ...] = ()  # ``group:artifact`` left out of a transitive resolution
+    packaging: str = "jar"  # ``tar.gz`` for a distribution archive
 
     @property
     def coordinate(self) -> str:
@@ -45,7 +47,8 @@ class MavenArtifact:
     @property
     def jar_name(self) -> str:
         """The jar's file name in a Maven repository (``artifact-version[-classifier].jar``)."""
-        return f"{self.artifact}-{self.version}" + (f"-{self.classifier}" if self.classifier else "") + ".jar"
+        return f"{self.artifact}-{self.version}" + (f"-{self.classifier}" if self.classifier else "") \
+            + f".{self.packaging}"
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,26 @@ HDFS_SERVER_JARS = JarSet(
     ),
 )
 
+# The Hive Metastore (3.1.3: Spark 3.5's built-in Hive 2.3.9 client speaks its Thrift API; 4.0's drops
+# methods that client calls) on Hadoop 3.3.4's client, with PostgreSQL's driver for its database. Its POM names
+# Hadoop 3.1's HDFS server and log4j 1 bindings, which this Hadoop replaces; the bin archive holds its schema
+# scripts (MetastoreSchemaTool's, which hive_metastore runs through psycopg instead of a JVM).
+HIVE_METASTORE_VERSION = "3.1.3"
+_NO_LOG4J1 = ("org.slf4j:slf4j-reload4j", "org.slf4j:slf4j-log4j12", "ch.qos.reload4j:reload4j", "log4j:log4j")
+HIVE_METASTORE_JARS = JarSet(
+    "hive-metastore",
+    (
+        MavenArtifact("org.apache.hive", "hive-standalone-metastore", HIVE_METASTORE_VERSION, transitive=True,
+                      exclusions=("org.apache.hadoop:hadoop-hdfs", *_NO_LOG4J1)),
+        MavenArtifact("org.apache.hadoop", "hadoop-common", HADOOP_VERSION, transitive=True, exclusions=_NO_LOG4J1),
+        MavenArtifact("org.apache.hadoop", "hadoop-mapreduce-client-core", HADOOP_VERSION, transitive=True,
+                      exclusions=_NO_LOG4J1),
+        MavenArtifact("org.postgresql", "postgresql", POSTGRES_JDBC_VERSION),
+        MavenArtifact("org.apache.hive", "hive-standalone-metastore", HIVE_METASTORE_VERSION, classifier="bin",
+                      packaging="tar.gz"),
+    ),
+)
+
 # The other storages' servers for the tests: fake-gcs-server (Go) and Azurite (npm)
 FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server"
 FAKE_GCS_VERSION = "v1.54.0"
@@ -173,7 +196,7 @@ AZURITE_VERSION = "3.37.0"
 
 ALL_JAR_SETS = (
     SPARK_CONNECT_JARS, SPARK_AVRO_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS,
-    LANCE_ARROW_JARS, JVM_CLIENT_JARS, CLOUD_STORAGE_JARS, HDFS_SERVER_JARS, HUDI_015_JARS,
+    LANCE_ARROW_JARS, JVM_CLIENT_JARS, CLOUD_STORAGE_JARS, HDFS_SERVER_JARS, HUDI_015_JARS, HIVE_METASTORE_JARS,
 )
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus

@@ -26,6 +26,7 @@ from hudi_connect_stack.endpoints import (
     AzuriteEndpoint,
     GcsEndpoint,
     HdfsEndpoint,
+    HiveMetastoreEndpoint,
     KafkaEndpoint,
     MinioEndpoint,
     PostgresEndpoint,
@@ -159,11 +160,12 @@ def postgres_dsn(postgres_endpoint: PostgresEndpoint) -> str:
 
 
 def _server(
-    shared_services: SharedServices, backend: Backend, flavor: SparkFlavor, minio: MinioEndpoint
+    shared_services: SharedServices, backend: Backend, flavor: SparkFlavor, minio: MinioEndpoint | None,
+    storages: StorageEndpoints | None = None, metastore: HiveMetastoreEndpoint | None = None,
 ) -> SparkConnectEndpoint:
-    return shared_services.get(
-        f"spark-connect-{flavor}", SparkConnectEndpoint, lambda run_dir: backend.spark_connect(run_dir, flavor, minio)
-    )
+    """The Connect server of ``flavor``, started once per run (``shared_services``)."""
+    return shared_services.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
+                               lambda run_dir: backend.spark_connect(run_dir, flavor, minio, storages, metastore))
 
 
 @pytest.fixture(scope="session")
@@ -261,27 +263,19 @@ def storage_roots(storage_endpoints: StorageEndpoints) -> dict[str, str]:
             "hdfs": f"{storage_endpoints.hdfs.namenode_uri}/{STORAGE_CONTAINER}"}
 
 
-def _storages_server(shared_services: SharedServices, backend: Backend, flavor: SparkFlavor,
-                     minio: MinioEndpoint, storages: StorageEndpoints) -> SparkConnectEndpoint:
-    return shared_services.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
-                               lambda run_dir: backend.spark_connect(run_dir, flavor, minio, storages))
-
-
 @pytest.fixture(scope="session")
 def storages_server_url(shared_services: SharedServices, hudi_connect_backend: Backend,
                         minio_endpoint: MinioEndpoint, storage_endpoints: StorageEndpoints) -> str:
     """A Hudi server that also reaches GCS, Azure and HDFS (and MinIO with its keys in Hadoop's configuration
     only, as servers are often set up: its Python workers have none)."""
-    return _storages_server(shared_services, hudi_connect_backend, "hudi-storages", minio_endpoint,
-                            storage_endpoints).url
+    return _server(shared_services, hudi_connect_backend, "hudi-storages", minio_endpoint, storage_endpoints).url
 
 
 @pytest.fixture(scope="session")
 def plain_storages_url(shared_services: SharedServices, hudi_connect_backend: Backend,
                        minio_endpoint: MinioEndpoint, storage_endpoints: StorageEndpoints) -> str:
     """The same without Hudi's jars."""
-    return _storages_server(shared_services, hudi_connect_backend, "plain-storages", minio_endpoint,
-                            storage_endpoints).url
+    return _server(shared_services, hudi_connect_backend, "plain-storages", minio_endpoint, storage_endpoints).url
 
 
 @pytest.fixture(scope="session")
@@ -292,6 +286,38 @@ def storages_spark(storages_server_url: str) -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def plain_storages_spark(plain_storages_url: str) -> Iterator[SparkSession]:
     yield from _session(plain_storages_url, hudi=False)
+
+
+@pytest.fixture(scope="session")
+def hive_metastore_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend,
+                            postgres_endpoint: PostgresEndpoint) -> HiveMetastoreEndpoint:
+    """A Hive Metastore (standalone 3.1.3) keeping its catalog in the stack's PostgreSQL."""
+    return shared_services.get("hive-metastore", HiveMetastoreEndpoint,
+                               lambda run_dir: hudi_connect_backend.hive_metastore(run_dir, postgres_endpoint))
+
+
+@pytest.fixture(scope="session")
+def metastore_server_url(shared_services: SharedServices, hudi_connect_backend: Backend,
+                         hive_metastore_endpoint: HiveMetastoreEndpoint) -> str:
+    """A Hudi server whose catalog is the Hive Metastore (tables by name, shared with the plain one)."""
+    return _server(shared_services, hudi_connect_backend, "hudi-metastore", None, None, hive_metastore_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def plain_metastore_url(shared_services: SharedServices, hudi_connect_backend: Backend,
+                        hive_metastore_endpoint: HiveMetastoreEndpoint) -> str:
+    """A server without Hudi's jars whose catalog is the same Hive Metastore."""
+    return _server(shared_services, hudi_connect_backend, "plain-metastore", None, None, hive_metastore_endpoint).url
+
+
+@pytest.fixture(scope="session")
+def metastore_spark(metastore_server_url: str) -> Iterator[SparkSession]:
+    yield from _session(metastore_server_url, hudi=True)
+
+
+@pytest.fixture(scope="session")
+def plain_metastore_spark(plain_metastore_url: str) -> Iterator[SparkSession]:
+    yield from _session(plain_metastore_url, hudi=False)
 
 
 @pytest.fixture(scope="session")
