@@ -52,6 +52,7 @@ containers=(
   "integration/test_cdc.py::test_change_stream_equals_hudis_cdc_query[MERGE_ON_READ-OP_KEY_ONLY]"
   "integration/test_reverse_stream.py::test_random_histories_reach_every_sink_exactly[COPY_ON_WRITE-11]"
   integration/test_jvm_client.py integration/test_stack_cli.py integration/test_stack_as_a_user.py
+  "integration/test_catalog.py::test_a_table_created_by_sql_on_one_server_is_read_by_name_on_the_other[mor]"
 )
 images=(minio kafka postgres spark-connect)  # what the slice runs; --full adds the other storages' servers
 if [ "${1:-}" = --differential-minutes ]; then  # how long --full's differential run draws scenarios
@@ -64,6 +65,7 @@ case "${1:-}" in
     containers=(integration/test_smoke_hudi.py integration/test_smoke_kafka.py integration/test_smoke_postgres.py
                 integration/test_cdc.py integration/test_table_model.py integration/test_reverse_stream.py
                 integration/test_jvm_client.py integration/test_stack_cli.py integration/test_stack_as_a_user.py
+                "integration/test_catalog.py::test_a_table_created_by_sql_on_one_server_is_read_by_name_on_the_other"
                 "integration/test_storages.py::test_reads_on_the_storage_equal_hudis[hdfs-MERGE_ON_READ]"
                 "integration/test_storages.py::test_fixture_tables_on_the_storage_read_equal_hudi_rs[azure-cow_v9_txns_simple_meta]")
     images=() ;;

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -29,14 +30,23 @@ def test_the_readme_has_a_runnable_tour() -> None:
 @pytest.mark.parametrize("reading_server", ["plain", "hudi"])
 @pytest.mark.parametrize("page", [p for p in PAGES if samples(p)], ids=lambda p: str(p.relative_to(ROOT)))
 def test_runnable_samples_run_as_written(page: Path, reading_server: str, hudi_server_url: str,
-                                         plain_server_url: str, tmp_path: Path) -> None:
-    """The reads (``sc://localhost:15003``) on the server without Hudi's jars, and again on the Hudi server."""
+                                         plain_server_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The reads (``sc://localhost:15003``) on the server without Hudi's jars, and again on the Hudi server.
+    Samples of tables by name use the two servers sharing a Hive Metastore: ``sc://localhost:15004`` (Hudi's
+    bundle) and ``sc://localhost:15005`` (none)."""
     namespace: dict[str, object] = {"__name__": f"sample of {page.name}"}
     printed = io.StringIO()
+    addresses = {"sc://localhost:15002": lambda: hudi_server_url,
+                 "sc://localhost:15003": lambda: plain_server_url if reading_server == "plain" else hudi_server_url,
+                 "sc://localhost:15004": lambda: request.getfixturevalue("metastore_server_url"),
+                 "sc://localhost:15005": lambda: request.getfixturevalue(
+                     "plain_metastore_url" if reading_server == "plain" else "metastore_server_url")}
+    table_name = f"orders_{uuid.uuid4().hex[:10]}"  # the metastore outlives a run: a name of the run's own
     for number, code in enumerate(samples(page), start=1):
-        code = (code.replace("sc://localhost:15002", hudi_server_url)
-                .replace("sc://localhost:15003", plain_server_url if reading_server == "plain" else hudi_server_url)
-                .replace("/tmp/hudi-connect-tour", str(tmp_path)))
+        for address, url in addresses.items():
+            if address in code:
+                code = code.replace(address, url())
+        code = code.replace("/tmp/hudi-connect-tour", str(tmp_path)).replace("orders_tour", table_name)
         with contextlib.redirect_stdout(printed):
             exec(compile(code, f"{page.name}, runnable sample {number}", "exec"), namespace)
     assert printed.getvalue(), f"the samples of {page.name} showed nothing"

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
@@ -24,7 +23,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from hudi_connect.cdc import ChangeFormat, ChangeQuery
-from hudi_connect.client import remote_files
+from hudi_connect.client import catalog, remote_files
+from hudi_connect.client.catalog import CatalogTable
 from hudi_connect.client.instants import InstantLike
 from hudi_connect.client.server import require_hudi_server
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
@@ -35,9 +35,9 @@ from hudi_connect.core.errors import (
     ServerUnavailableError,
     SinkError,
     TableExistsError,
+    TableNotFoundError,
     UnsupportedOperationError,
     WriteFailedError,
-    WriterActiveError,
 )
 from hudi_connect.core.format.commit_metadata import CommitMetadata
 from hudi_connect.core.format.history import HistoryEntry
@@ -52,13 +52,18 @@ from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex
 from hudi_connect.spec.user_predicates import UserPredicates
 from hudi_connect.table import options as opts
+from hudi_connect.table import services
 from hudi_connect.table.hudi_reads import HudiReads, shown_columns
+from hudi_connect.table.merge import (
+    MergeBuilder,
+    MergeClause,
+    merge_statement,
+    partial_update_loses_columns,
+    update_statement,
+)
 from hudi_connect.table.options import TableSpec, WriteOperation
 from hudi_connect.table.recovery import (
     RecoveryReport,
-    heartbeat_expiry_ms,
-    live_heartbeats,
-    plan_recovery,
 )
 from hudi_connect.table.schema_check import check_write_schema, ensure_columns, ensure_no_null_keys
 from hudi_connect.table.write_outcome import WRITE_ID_OPTION, WriteOutcome, WriteState, new_write_id, write_outcome
@@ -76,17 +81,13 @@ def _names(value: str | Sequence[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0][:500] if text else type(error).__name__
 
 
 class HudiTable:
-    """One Hudi table, addressed by its base path on the server's storage.
+    """One Hudi table, addressed by its name in the server's catalog or by its base path on the server's storage.
 
     The Python face of Hudi's Spark datasource and SQL procedures on a server with Hudi's bundle: writes
     (Hudi's write operations: insert, upsert, delete...) each return the instant they committed, table
@@ -95,7 +96,7 @@ class HudiTable:
 
     Example::
 
-        table = HudiTable.open(spark, "s3a://lake/trips")
+        table = HudiTable.open(spark, "lake.trips")  # or by path: "s3a://lake/trips"
         instant = table.upsert(updates_df)
         table.as_of(instant).show()
     """
@@ -107,8 +108,10 @@ class HudiTable:
         properties: TableProperties,
         write_options: dict[str, str] | None = None,
         progress: Progress | None = None,
+        catalog_table: CatalogTable | None = None,
     ) -> None:
         self._spark = ensure_bounded(spark)
+        self._catalog_table = catalog_table
         self._progress = progress
         self._base_path = base_path.rstrip("/")
         self._properties = properties
@@ -116,7 +119,7 @@ class HudiTable:
         self._view = TimelineView(spark, self._base_path, properties)
         self._reader: TableReader | None = None
         self._hudi_checked = False
-        self.compaction = Compaction(self)
+        self.compaction = services.Compaction(self)
         self._forward: tuple[ReverseStream, ...] = ()
 
     def _report(self, message: str) -> None:
@@ -138,31 +141,44 @@ class HudiTable:
 
     @classmethod
     @over_connect("opening a table")
-    def open(cls, spark: SparkSession, path: str, *, options: dict[str, str] | None = None,
+    def open(cls, spark: SparkSession, table: str, *, options: dict[str, str] | None = None,
              progress: Progress | None = None) -> HudiTable:
-        """Open the table at ``path`` on any Spark Connect server; TableNotFoundError / NotAHudiTableError
-        otherwise. Reads, change queries, history, files and reverse streams work everywhere; writes, table
-        services and :attr:`hudi` need Hudi's bundle on the server (:class:`ServerMisconfiguredError` says what
-        it lacks).
+        """Open a table by its name in the server's catalog (``db.orders``: created by SQL, synced by Hudi's
+        hive sync, or registered by :meth:`create` or :meth:`register`) or by its path (``s3a://lake/orders``),
+        on any Spark Connect server; TableNotFoundError / NotAHudiTableError otherwise. Reads, change queries,
+        history, files and reverse streams work everywhere (a named table is read from the location the catalog
+        gives); writes, table services and :attr:`hudi` need Hudi's bundle on the server
+        (:class:`ServerMisconfiguredError` says what it lacks). Writes to a table opened by name on a server
+        whose catalog is a Hive Metastore keep the catalog's schema and partitions in step, as Hudi's SQL does.
 
         ``options`` (``hoodie.*`` writer settings) apply to every write through this object; ``progress``
         hears what its writes, table services and reverse streams are doing, one line at a time (the same
         lines are logged under ``hudi_connect``, INFO).
         """
-        return cls(ensure_bounded(spark), path, load_properties(spark, path), options, progress)
+        spark = ensure_bounded(spark)
+        found = catalog.resolve_table(spark, table) if catalog.is_table_name(table) else None
+        path = found.location if found is not None else table
+        return cls(spark, path, load_properties(spark, path), options, progress, found)
 
     @classmethod
     @over_connect("looking for a table")
-    def exists(cls, spark: SparkSession, path: str) -> bool:
-        """Whether a Hudi table is at ``path``: its ``.hoodie/hoodie.properties`` exists."""
-        return remote_files.read_file(spark, f"{path.rstrip('/')}/.hoodie/hoodie.properties") is not None
+    def exists(cls, spark: SparkSession, table: str) -> bool:
+        """Whether a Hudi table is at ``table``: a name the catalog knows, or a path holding
+        ``.hoodie/hoodie.properties``."""
+        if catalog.is_table_name(table):
+            try:
+                catalog.describe(spark, table)
+            except TableNotFoundError:
+                return False
+            return True
+        return remote_files.read_file(spark, f"{table.rstrip('/')}/.hoodie/hoodie.properties") is not None
 
     @classmethod
     @over_connect("creating a table (it may or may not exist now: HudiTable.exists tells)")
     def create(
         cls,
         spark: SparkSession,
-        path: str,
+        table: str,
         schema: StructType | str,
         *,
         record_key: str | Sequence[str],
@@ -178,13 +194,25 @@ class HudiTable:
     ) -> HudiTable:
         """Create an empty table with its configuration fixed by a first, empty commit.
 
-        ``cdc`` turns on Hudi's CDC logging with the given supplemental logging
-        mode; ``options`` passes any other ``hoodie.*`` setting through.
+        ``table`` is a path, or a name (``db.orders``): the table then goes in the database's folder and is
+        registered under that name. ``name`` registers a table created at a path under that name too.
+        ``cdc`` turns on Hudi's CDC logging with the given supplemental logging mode; ``options`` passes any
+        other ``hoodie.*`` setting through.
         """
         require_hudi_server(ensure_bounded(spark))
+        if catalog.is_table_name(table):
+            if name is not None and name != table:
+                raise ValueError(f"a table created by name ({table}) takes no other name ({name})")
+            name = table
+            database = table.rsplit(".", 1)[0] if "." in table else spark.catalog.currentDatabase()
+            path = f"{catalog.database_location(spark, database)}/{table.rsplit('.', 1)[-1]}"
+        else:
+            path = table
+        if name is not None and catalog.is_table_name(name) and cls.exists(spark, name):
+            raise TableExistsError(f"the catalog already has a table named {name}")
         empty = spark.createDataFrame([], schema)
         spec = TableSpec(
-            name=name or path.rstrip("/").rsplit("/", 1)[-1].replace("-", "_"),
+            name=(name.rsplit(".", 1)[-1] if name else path.rstrip("/").rsplit("/", 1)[-1]).replace("-", "_"),
             record_key=_names(record_key),
             ordering_field=ordering_field,
             partition_by=_names(partition_by),
@@ -205,7 +233,24 @@ class HudiTable:
             empty.write.format("hudi").options(**write_options).mode("append").save(path)
         except PySparkException as error:
             raise WriteFailedError(f"creating the table at {path} failed: {_first_line(error)}") from error
-        return cls(spark, path, load_properties(spark, path), options, progress)
+        created = cls(spark, path, load_properties(spark, path), options, progress)
+        return created.register(name) if name is not None else created
+
+    @over_connect("registering the table in the catalog")
+    def register(self, name: str) -> HudiTable:
+        """Register this table in the server's catalog as ``name`` (``db.orders``), and return it opened by that
+        name: what :meth:`update`, :meth:`merge` (Hudi's SQL) need, and what other servers sharing the catalog
+        open it by."""
+        self._require_hudi("registering a table")
+        if not catalog.is_table_name(name):
+            raise ValueError(f"{name!r} is not a table name (db.table)")
+        try:
+            catalog.register(self._spark, name, self._base_path)
+        except PySparkException as error:
+            if "TABLE_OR_VIEW_ALREADY_EXISTS" in str(error):
+                raise TableExistsError(f"the catalog already has a table named {name}") from error
+            raise WriteFailedError(f"registering {self._base_path} as {name} failed: {_first_line(error)}") from error
+        return HudiTable.open(self._spark, name, options=self._write_options, progress=self._progress)
 
     # --- what the table is -------------------------------------------------------------
 
@@ -213,6 +258,11 @@ class HudiTable:
     def spark(self) -> SparkSession:
         """The Spark Connect session every operation runs through."""
         return self._spark
+
+    @property
+    def name(self) -> str | None:
+        """``database.table`` when the table was opened by name (None when by path)."""
+        return self._catalog_table.name if self._catalog_table is not None else None
 
     @property
     def base_path(self) -> str:
@@ -272,7 +322,8 @@ class HudiTable:
 
             table.forwarding_to(table.reverse_stream("serving", [PostgresSink(dsn, "trips")])).upsert(df)
         """
-        forwarding = HudiTable(self._spark, self._base_path, self._properties, self._write_options, self._progress)
+        forwarding = HudiTable(self._spark, self._base_path, self._properties, self._write_options, self._progress,
+                               self._catalog_table)
         forwarding._forward = streams
         return forwarding
 
@@ -369,6 +420,7 @@ class HudiTable:
             check_write_schema(df.schema, self._hudi_schema(), table=self._base_path)
         write_options = (
             opts.table_write_options(props)
+            | self._catalog_sync_options()
             | self._write_options
             | opts.operation_options(operation, partitions_to_delete)
             | (extra_options or {})
@@ -403,6 +455,102 @@ class HudiTable:
                                          doing=lost.doing, write_id=write_id) from lost
         return outcome.instant
 
+    def _catalog_sync_options(self) -> dict[str, str]:
+        found = self._catalog_table
+        if found is None or not found.hive_catalog:
+            return {}
+        return opts.catalog_sync_options(found.database, found.table, self._properties)
+
+    # --- Hudi's SQL writes: UPDATE and MERGE INTO (a table opened by name) ---------------------------
+
+    def update(self, set: dict[str, str], condition: str | None = None) -> Instant | None:
+        """Hudi's ``UPDATE``: set the columns of ``set`` (SQL expressions: ``{"amount": "amount * 2"}``) in every
+        record matching the SQL ``condition`` (every record without one); a partial update keeps the other
+        columns. Returns its commit, None if it matched nothing."""
+        return self._sql_write("update", lambda name: update_statement(name, set, condition))
+
+    def merge(self, source: DataFrame, condition: str, *, target_alias: str = "t",
+              source_alias: str = "s") -> MergeBuilder:
+        """Hudi's ``MERGE INTO`` of ``source`` on ``condition`` (over the aliases ``t`` and ``s``; Hudi requires
+        it to equate the record keys), built clause by clause as delta-spark's::
+
+            table.merge(updates, "t.id = s.id").when_matched_update(set={"amount": "s.amount"}) \
+                 .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()
+        """
+        def run(clauses: tuple[MergeClause, ...]) -> Instant | None:
+            props = self._properties
+            loss = partial_update_loses_columns(
+                clauses, tuple(self._hudi_schema().fieldNames()),
+                merge_on_read=props.table_type is TableType.MERGE_ON_READ, table_version=props.version,
+                source_has_unmatched_rows=lambda: self._has_unmatched_rows(source))
+            if loss is not None:
+                raise UnsupportedOperationError(
+                    f"this merge into {self.name or self._base_path} would lose data, so nothing was written: "
+                    f"{loss}. Set every column in when_matched_update, or run the partial update as a merge of "
+                    "its own whose source holds only rows of existing records")
+            view = f"hudi_connect_merge_source_{uuid.uuid4().hex[:12]}"  # a temporary view: this session only
+            source.createOrReplaceTempView(view)
+            try:
+                return self._sql_write("merge", lambda name: merge_statement(
+                    name, view, condition, clauses, target_alias=target_alias, source_alias=source_alias))
+            finally:
+                self._spark.catalog.dropTempView(view)
+
+        return MergeBuilder(run)
+
+    def _has_unmatched_rows(self, source: DataFrame) -> bool:
+        """Whether ``source`` holds a row whose record key no record of the table has (one that lacks the key
+        columns counts as having one: Hudi would derive its keys from the merge condition)."""
+        keys = list(self._properties.record_key_fields)
+        if not set(keys) <= set(source.columns):
+            return True
+        existing = self.hudi.snapshot().select(*keys)
+        return bool(source.select(*keys).join(existing, keys, "left_anti").limit(1).count())
+
+    @over_connect("writing through Hudi's SQL")
+    def _sql_write(self, what: str, statement: Callable[[str], str]) -> Instant | None:
+        self._require_hudi(f"{what}s (Hudi's SQL)")
+        if self._catalog_table is None:
+            raise UnsupportedOperationError(
+                f"{what} runs as Hudi's SQL, which addresses a table by its catalog name only; "
+                f"{self._base_path} was opened by path: open it by name, or register it once with "
+                "table.register('db.name')")
+        sql = statement(self._catalog_table.name)
+        before = self.timeline()
+        self._report(f"{self._catalog_table.name}: {sql}")
+        try:
+            with self._session_options():
+                self._spark.sql(sql).collect()
+        except PySparkException as error:
+            pending = [i.requested_time for i in self.timeline().after(before).pending()]
+            left = (f"; it left pending writes ({', '.join(pending)}): table.recover() rolls them back"
+                    if pending else "; readers see the table's previous state")
+            raise WriteFailedError(f"{what} of {self._catalog_table.name} failed{left}. Cause: "
+                                   f"{_first_line(error)}") from error
+        self.refresh()
+        committed = self.timeline().after(before).write_commits().first()
+        if committed is not None:
+            self._report(f"{what} of {self._catalog_table.name}: committed as {committed.action.value} "
+                         f"{committed.requested_time}")
+            self._forward_commit(committed)
+        return committed
+
+    @contextlib.contextmanager
+    def _session_options(self) -> Iterator[None]:
+        """This object's ``hoodie.*`` write options as session settings while a SQL write runs: Hudi's SQL
+        commands take their settings from the session (and the table), not from options."""
+        earlier: dict[str, str | None] = {key: self._spark.conf.get(key, None) for key in self._write_options}
+        for key, value in self._write_options.items():
+            self._spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, before in earlier.items():
+                if before is None:
+                    self._spark.conf.unset(key)
+                else:
+                    self._spark.conf.set(key, before)
+
     def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError:
         """The error for a write the server refused, saying what the timeline shows of it."""
         cause = _first_line(error)
@@ -431,30 +579,12 @@ class HudiTable:
     @over_connect("clustering")
     def cluster(self) -> Instant | None:
         """Schedule and run clustering (rewrites files, changes no record); None if nothing to do."""
-        before = self.timeline()
-        self._call(f"call run_clustering(path => {_sql_string(self._base_path)})")
-        return self.timeline().after(before).write_commits().first()
+        return services.cluster(self)
 
     @over_connect("cleaning")
     def clean(self, retain_commits: int | None = None) -> Instant | None:
         """Remove file versions no longer needed (Hudi's cleaner); None if nothing was cleaned."""
-        with self._catalog_name("clean") as name:
-            arguments = f"table => '{name}'"
-            if retain_commits is not None:
-                arguments += f", retain_commits => {int(retain_commits)}"
-            rows = self._call(f"call run_clean({arguments})")
-        started = rows[0].get("start_clean_time") if rows else None
-        return self.timeline().find(str(started)) if started is not None else None
-
-    @contextlib.contextmanager
-    def _catalog_name(self, purpose: str) -> Iterator[str]:
-        """A throw-away catalog name for the table, for Hudi procedures that take only ``table``."""
-        name = f"hudi_connect_{purpose}_{uuid.uuid4().hex[:12]}"
-        self._call(f"create table {name} using hudi location {_sql_string(self._base_path)}")
-        try:
-            yield name
-        finally:
-            self._call(f"drop table if exists {name}")  # an external table: the data stays
+        return services.clean(self, retain_commits)
 
     @over_connect("recovering the table")
     def recover(self, *, assume_no_writer: bool = False) -> RecoveryReport:
@@ -469,39 +599,12 @@ class HudiTable:
         recover() relies, as Hudi's own next write does, on there being one writer. Pending compaction and
         clean plans are left for Hudi's next run.
         """
-        plan = plan_recovery(self.timeline())
-        metadata_pending = self._metadata_table_pending()
-        if (plan.rollback or plan.complete) and not assume_no_writer:
-            self._refuse_if_writer_alive()
-        with (self._catalog_name("recover") if plan.rollback else contextlib.nullcontext("")) as name:
-            for instant in plan.rollback:
-                self._call(f"call rollback_to_instant(table => '{name}', instant_time => '{instant.requested_time}')")
-        if plan.complete:
-            instants = ",".join(i.requested_time for i in plan.complete)
-            self._call(f"call run_clustering(path => {_sql_string(self._base_path)}, op => 'execute', "
-                       f"instants => '{instants}')")
-        still = {i.requested_time for i in self.timeline().pending()}
-        left_pending = [i.requested_time for i in (*plan.rollback, *plan.complete) if i.requested_time in still]
-        if left_pending:
-            raise WriteFailedError(f"recovery of {self._base_path} left {', '.join(left_pending)} pending")
-        return RecoveryReport(plan.rollback, plan.complete, plan.left, metadata_pending)
+        return services.recover(self, assume_no_writer=assume_no_writer)
 
-    def _metadata_table_pending(self) -> tuple[Instant, ...]:
-        if not remote_files.list_files(self._spark, f"{self._base_path}/.hoodie/metadata/.hoodie/hoodie.properties"):
-            return ()
-        return TimelineView.open(self._spark, f"{self._base_path}/.hoodie/metadata").timeline().pending().instants
-
-    def _refuse_if_writer_alive(self) -> None:
-        expiry = heartbeat_expiry_ms(self._write_options)
-        now_ms = int(time.time() * 1000)
-        for directory in (".hoodie/.heartbeat", ".hoodie/metadata/.hoodie/.heartbeat"):
-            files = remote_files.list_directory(self._spark, f"{self._base_path}/{directory}")  # heartbeats are empty
-            alive = live_heartbeats(files, now_ms, expiry)
-            if alive:
-                raise WriterActiveError(
-                    f"a writer of {self._base_path} may be alive: {directory} has heartbeats younger than "
-                    f"{expiry / 1000:g}s for {', '.join(alive)}. Wait until they expire, or pass "
-                    "assume_no_writer=True if you know its server is gone")
+    @property
+    def options(self) -> dict[str, str]:
+        """The ``hoodie.*`` options every write through this object takes (a copy)."""
+        return dict(self._write_options)
 
     def _call(self, sql: str) -> list[dict[str, object]]:
         self._require_hudi("table services (Hudi's procedures)")
@@ -575,38 +678,3 @@ class HudiTable:
         and as a fallback: ``table.hudi.snapshot()``."""
         self._require_hudi("Hudi's own reads")
         return HudiReads(self._spark, self._base_path, self._view)
-
-
-class Compaction:
-    """MOR compaction: ``table.compaction.schedule()`` then ``table.compaction.run()``."""
-
-    def __init__(self, table: HudiTable) -> None:
-        self._table = table
-        self._spark = table.spark
-
-    def _require_mor(self) -> None:
-        if self._table.properties.table_type is not TableType.MERGE_ON_READ:
-            raise UnsupportedOperationError(
-                f"compaction needs a MERGE_ON_READ table; {self._table.base_path} is COPY_ON_WRITE"
-            )
-
-    @over_connect("scheduling compaction")
-    def schedule(self) -> Instant | None:
-        """Plan a compaction of every file group with log files; None if there is nothing to compact."""
-        self._require_mor()
-        path = _sql_string(self._table.base_path)
-        rows = self._table._call(
-            f"call run_compaction(op => 'schedule', path => {path}, "
-            "options => 'hoodie.compact.inline.max.delta.commits=1')"
-        )
-        if not rows:
-            return None
-        return self._table.timeline().find(str(rows[0]["timestamp"]))
-
-    @over_connect("running compaction")
-    def run(self) -> list[Instant]:
-        """Execute every pending compaction plan; returns the completed compaction instants."""
-        self._require_mor()
-        before = self._table.timeline()
-        self._table._call(f"call run_compaction(op => 'run', path => {_sql_string(self._table.base_path)})")
-        return list(self._table.timeline().after(before).write_commits())

@@ -116,6 +116,22 @@ def table_write_options(props: TableProperties) -> dict[str, str]:
     return options
 
 
+def catalog_sync_options(database: str, table: str, props: TableProperties) -> dict[str, str]:
+    """Hudi's hive sync into the Hive Metastore after each write of a table opened by name, as Hudi's own SQL
+    writes do there (``ProvidesHoodieConfig``): the catalog follows the table's schema and partitions."""
+    extractor = "MultiPartKeysValueExtractor" if props.partition_fields else "NonPartitionedExtractor"
+    return {
+        "hoodie.datasource.meta.sync.enable": "true",
+        "hoodie.datasource.hive_sync.enable": "true",
+        "hoodie.datasource.hive_sync.mode": "hms",
+        "hoodie.datasource.hive_sync.database": database,
+        "hoodie.datasource.hive_sync.table": table,
+        "hoodie.datasource.hive_sync.partition_fields": ",".join(props.partition_fields),
+        "hoodie.datasource.hive_sync.partition_extractor_class": f"org.apache.hudi.hive.{extractor}",
+        "hoodie.datasource.hive_sync.support_timestamp": "true",
+    }
+
+
 def operation_options(operation: WriteOperation, partitions_to_delete: Sequence[str] = ()) -> dict[str, str]:
     """The options selecting a write operation (with the partitions ``delete_partition`` drops)."""
     options = {"hoodie.datasource.write.operation": operation.value}
