@@ -1,0 +1,98 @@
+"""The floor of a snapshot read: hudi-connect's on a plain server against Spark's own Parquet scan of the same
+base files on the same server, the fastest any reader on this engine could go (issue #56).
+
+    python benchmarks/snapshot_floor.py [--sizes 1m,4m] [--updated 0.2] [--repeat 3]
+
+For each size it writes two tables through Hudi (bulk insert, then one upsert of ``--updated`` of the rows):
+
+- **COW**: the upsert rewrites the base files it touches. Ours, ``TableReader.snapshot()``, against
+  ``spark.read.parquet`` of the latest slices' base files: the same rows, the same answer (checked). Target:
+  at most 1.1x.
+- **MOR**: the upsert lands in log files. Ours (base files merged with their logs) against the plain scan of
+  the base files alone, a lower floor that skips the merge and so answers differently: reported with the
+  bytes each side reads, not as a target.
+
+Both readers materialise every row and column (one aggregate of a hash over all columns); interleaved medians
+after a warm-up; the plans' jobs and tasks as `footprint.py` counts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, interleaved, sizes
+
+from hudi_connect.reader import TableReader
+from hudi_connect.table.hudi_table import HudiTable
+
+
+def fingerprint(df: DataFrame) -> int:
+    """Materialise every row and column; the same number from both readers if they agree."""
+    columns = [c for c in df.columns if c != "_hoodie_file_name"]
+    row = df.select(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns)).alias("h")).collect()[0]
+    return hash((row.n, row.h))
+
+
+def write_table(hudi: SparkSession, path: str, rows: int, table_type: str, updated: float) -> None:
+    table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
+                             table_type=table_type, metadata_table=False,
+                             options={"hoodie.compact.inline.max.delta.commits": "1000",
+                                      "hoodie.clean.automatic": "false"})
+    base = generated_rows(hudi, rows)
+    table.bulk_insert(base)
+    table.upsert(base.where(F.rand(7) < updated).withColumn("amount", F.col("amount") + 1)
+                 .withColumn("ts", F.lit(2).cast("long")))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=sizes, default=sizes("1m,4m"), help="rows, comma-separated (1m,4m)")
+    parser.add_argument("--updated", type=float, default=0.2)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    summary = []
+    with hudi_and_plain_sessions() as (hudi, plain, run_dir):
+        for rows in args.sizes:
+            for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+                path = str(run_dir / f"{table_type.lower()}_{rows}")
+                begin = time.perf_counter()
+                write_table(hudi, path, rows, table_type, args.updated)
+                reader = TableReader(plain, path)
+                plan = reader.plan()
+                slices = plan.slices or ()
+                base_files = ["/".join(part for part in (path, s.partition, s.base_file.name) if part)
+                              for s in slices if s.base_file is not None]
+                base_bytes = sum(s.base_file.size for s in slices if s.base_file is not None)
+                log_bytes = sum(log.size for s in slices for log in s.log_files)
+                print(f"\n{table_type} {rows} rows written in {time.perf_counter() - begin:.0f}s: "
+                      f"{len(base_files)} base files ({base_bytes / 1e6:.1f} MB), {plan.log_files} log files "
+                      f"({log_bytes / 1e6:.1f} MB)", flush=True)
+                medians = interleaved({
+                    "floor": lambda files=base_files: fingerprint(plain.read.parquet(*files)),
+                    "ours": lambda r=reader: fingerprint(r.snapshot()),
+                }, args.repeat)
+                (floor_time, floor_result), (ours_time, ours_result) = medians["floor"], medians["ours"]
+                if table_type == "COPY_ON_WRITE":
+                    assert ours_result == floor_result, "ours and the Parquet scan of the base files disagree"
+                ratio = ours_time / floor_time
+                print(f"  Spark's Parquet scan of the base files: {floor_time:6.2f}s ({base_bytes / 1e6:.1f} MB); "
+                      f"ours: {ours_time:6.2f}s ({(base_bytes + log_bytes) / 1e6:.1f} MB); ratio {ratio:.2f}",
+                      flush=True)
+                summary.append((table_type, rows, floor_time, ours_time, base_bytes, log_bytes))
+                shutil.rmtree(path, ignore_errors=True)
+    print("\ntable  rows      floor s  ours s  ratio  target     floor MB  ours MB")
+    for table_type, rows, floor_time, ours_time, base_bytes, log_bytes in summary:
+        kind = "COW" if table_type == "COPY_ON_WRITE" else "MOR"
+        target = "at most 1.1" if kind == "COW" else "reported"
+        print(f"{kind:<6} {rows:<9} {floor_time:7.2f}  {ours_time:6.2f}  {ours_time / floor_time:5.2f}  {target:<10} "
+              f"{base_bytes / 1e6:8.1f}  {(base_bytes + log_bytes) / 1e6:7.1f}")
+        print(f"RESULT snapshot_floor table={kind} rows={rows} floor_s={floor_time:.2f} ours_s={ours_time:.2f} "
+              f"ratio={ours_time / floor_time:.2f}")
+
+
+if __name__ == "__main__":
+    main()
