@@ -3,6 +3,7 @@ together, the generated table rows, and median timings of repeated runs."""
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import tempfile
@@ -54,6 +55,21 @@ def generated_rows(spark: SparkSession, rows: int) -> DataFrame:
 def hudi_cdc(hudi: SparkSession, path: str, begin_completion_time: str) -> DataFrame:
     """Hudi's CDC query as a user writes it on the Hudi server: options and ``load``, nothing listed first."""
     return hudi.read.format("hudi").options(**incremental_options(begin_completion_time, cdc=True)).load(path)
+
+
+def fingerprint(df: DataFrame) -> int:
+    """Materialise every row and column; the same number from two readers if they agree."""
+    columns = [c for c in df.columns if c != "_hoodie_file_name"]
+    row = df.select(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns)).alias("h")).collect()[0]
+    return hash((row.n, row.h))
+
+
+def snapshot_arguments(description: str | None) -> argparse.ArgumentParser:
+    """The snapshot benchmarks' options beside ``--sizes``: the share of rows updated into logs, and repeats."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--updated", type=float, default=0.2)
+    parser.add_argument("--repeat", type=int, default=3)
+    return parser
 
 
 def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int) -> dict[str, tuple[float, T]]:

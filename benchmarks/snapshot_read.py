@@ -11,30 +11,27 @@ columns; interleaved medians after a warm-up), and prints the ratios per size.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, interleaved, sizes
+from side_by_side import (
+    SCHEMA,
+    fingerprint,
+    generated_rows,
+    hudi_and_plain_sessions,
+    interleaved,
+    sizes,
+    snapshot_arguments,
+)
 
 from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
 
 
-def fingerprint(df: DataFrame) -> int:
-    """Materialise every row and column; the same number from both readers if they agree."""
-    columns = [c for c in df.columns if c != "_hoodie_file_name"]
-    row = df.select(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns)).alias("h")).collect()[0]
-    return hash((row.n, row.h))
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = snapshot_arguments(__doc__)
     parser.add_argument("--sizes", type=sizes, default=sizes("250k,1m"), help="rows, comma-separated (250k,1m,4m)")
-    parser.add_argument("--updated", type=float, default=0.2)
-    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     summary = []
     with hudi_and_plain_sessions() as (hudi, plain, run_dir):

@@ -344,16 +344,22 @@ def test_update_and_merge_equal_a_model_and_hudis_reads_and_our_changes_equal_hu
     run()
 
 
+def fresh_mor_table(spark: SparkSession, database: str, *, keys: int) -> tuple[str, HudiTable]:
+    """A MOR table by name holding keys 0..keys-1 in base files only."""
+    name = fresh_name(database)
+    table = HudiTable.create(spark, name, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                             table_type="MERGE_ON_READ")
+    table.upsert(spark.createDataFrame([(k, k, f"n{k}", 1, part_of(k)) for k in range(keys)], SCHEMA))
+    return name, table
+
+
 def test_hudis_merge_on_read_merge_writes_a_partial_update_wrongly_beside_a_whole_update_or_an_unmatched_row(
     metastore_spark: SparkSession, database: str,
 ) -> None:
     """Why the builder refuses that merge on MOR (``partial_update_loses_columns``): Hudi 1.2 itself, given the
     statement directly, writes NULL into the columns the partial clause leaves out. Should a Hudi release fix
     it, this fails, and the refusal can be narrowed."""
-    name = fresh_name(database)
-    table = HudiTable.create(metastore_spark, name, SCHEMA, record_key="id", ordering_field="ts",
-                             partition_by="part", table_type="MERGE_ON_READ")
-    table.upsert(metastore_spark.createDataFrame([(k, k, f"n{k}", 1, part_of(k)) for k in range(4)], SCHEMA))
+    name, table = fresh_mor_table(metastore_spark, database, keys=4)
     metastore_spark.createDataFrame([(0, 0, "m0", 3, "p0"), (2, 18, "m2", 3, "p0")], SCHEMA) \
         .createOrReplaceTempView("hudi_partial_source")
     metastore_spark.sql(f"MERGE INTO {name} t USING hudi_partial_source s ON t.id = s.id "
@@ -368,10 +374,7 @@ def test_hudis_merge_on_read_merge_writes_a_partial_update_wrongly_beside_a_whol
 
     # a partial update alone, beside a source row that matches no record (key 8, same partition), into file
     # groups of base files only: Hudi puts the partial record's values in the wrong columns
-    name = fresh_name(database)
-    table = HudiTable.create(metastore_spark, name, SCHEMA, record_key="id", ordering_field="ts",
-                             partition_by="part", table_type="MERGE_ON_READ")
-    table.upsert(metastore_spark.createDataFrame([(k, k, f"n{k}", 1, part_of(k)) for k in range(6)], SCHEMA))
+    name, table = fresh_mor_table(metastore_spark, database, keys=6)
     metastore_spark.createDataFrame([(8, 0, "m8", 4, "p0"), (0, 14, "m0", 4, "p0")], SCHEMA) \
         .createOrReplaceTempView("hudi_unmatched_source")
     metastore_spark.sql(f"MERGE INTO {name} t USING hudi_unmatched_source s ON t.id = s.id "
