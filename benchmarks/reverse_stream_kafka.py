@@ -1,4 +1,5 @@
-"""Reverse stream to Kafka against the job a user would write by hand on the Hudi server.
+"""Reverse stream to Kafka against Hudi's own streaming source, and the job a user would write by hand, on the
+Hudi server.
 
     python benchmarks/reverse_stream_kafka.py [--sizes 250k,1m] [--changed 0.05] [--repeat 3] [--partitions 4]
 
@@ -11,20 +12,29 @@ Full export (every row of the table as of its last commit):
 - ours: a new stream's ``ReverseStream.run_once()`` with a ``KafkaSink`` on the plain
   server (no Hudi jar): planning, reading, building the records, sending, checkpointing
   (creating the stream object is not timed);
-- hand: what a user would write on the Hudi server: Hudi's snapshot read, the record
-  key as the message key and the row as JSON, ``df.write.format("kafka")``;
+- stream (the anchor): what a user runs on the Hudi server to keep a topic following a
+  table: Hudi's Structured Streaming source (``readStream.format("hudi")``, incremental,
+  ``startOffset`` earliest) into Spark's Kafka sink with a new ``checkpointLocation``,
+  ``trigger(availableNow=True)``, the record key as the message key and the row as JSON;
+- hand (for continuity with earlier runs): Hudi's snapshot read, the record key as the
+  message key and the row as JSON, ``df.write.format("kafka")``;
 - raw (information): Spark sending the sink's own records, computed beforehand and
   saved as Parquet.
 
 Incremental batch (the three change commits):
 - ours: a stream checkpointed at the bulk insert (untimed), ``run_once()`` (the
   changes in per-key commit order, counted, sent, checkpointed);
+- stream (the anchor): Hudi's streaming source in CDC format
+  (``hoodie.datasource.query.incremental.format=cdc``) from the bulk insert
+  (``startOffset``), a new checkpoint, into Spark's Kafka sink, ``availableNow`` once; the key
+  from the images, the event as JSON;
 - hand: Hudi's CDC query from the bulk insert, the key from the images, the event as
   JSON, ``df.write.format("kafka")``.
 
 Every run's topic must hold exactly the expected messages: one per row for the full
 export, one per change event (Hudi's count) for the incremental batch, on both sides.
-It prints the medians, the rates and the throughput ratios ours / hand per size.
+It prints the medians, the rates and the throughput ratios ours / stream (the target) and ours / hand per
+size.
 """
 
 from __future__ import annotations
@@ -122,7 +132,7 @@ def kafka_write(rows: DataFrame, bootstrap: str, topic: str) -> None:
 
 
 def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_dir: Path, rows: int,
-             args: argparse.Namespace) -> list[tuple[str, int, float, float, float | None]]:
+             args: argparse.Namespace) -> list[tuple[str, int, float, float, float, float | None]]:
     bootstrap = kafka.bootstrap_servers
     path = str(run_dir / f"cow_{rows}")
     begin = time.perf_counter()
@@ -165,6 +175,36 @@ def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_
             return live
         return job
 
+    def hudi_stream(topic: str, start: str, cdc: bool) -> Callable[[], int]:
+        """What a user runs on the Hudi server to keep a topic following a table: Hudi's Structured Streaming
+        source into Spark's Kafka sink with a checkpoint (a new one: the stream starts at ``start``), triggered
+        for what is available now, once; ``cdc``: the source's change events, else its latest-state records."""
+        checkpoint = str(run_dir / f"stream-checkpoint-{uuid.uuid4().hex[:8]}")
+
+        def job() -> int:
+            source = hudi.readStream.format("hudi").options(**{
+                "hoodie.datasource.query.type": "incremental", "hoodie.datasource.streaming.startOffset": start,
+                **({"hoodie.datasource.query.incremental.format": "cdc"} if cdc else {})}).load(path)
+            if cdc:
+                key = F.coalesce(F.get_json_object("after", "$.id"), F.get_json_object("before", "$.id"))
+                rows = source.select(key.cast("binary").alias("key"),
+                                     F.to_json(F.struct("op", "ts_ms", "before", "after")).alias("value"))
+            else:
+                rows = source.select(F.col("_hoodie_record_key").cast("binary").alias("key"),
+                                     F.to_json(F.struct(*data_columns)).alias("value"))
+            query = (rows.writeStream.format("kafka")
+                     .options(**(PRODUCER_DEFAULTS | {"kafka.bootstrap.servers": bootstrap, "topic": topic}))
+                     .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+            query.awaitTermination()
+            return events if cdc else live
+        return job
+
+    def stream_full(topic: str) -> Callable[[], int]:  # a new streaming query from the table's first commit
+        return hudi_stream(topic, "earliest", cdc=False)
+
+    def stream_changes(topic: str) -> Callable[[], int]:  # a new streaming query from the bulk insert on
+        return hudi_stream(topic, commits[0].requested_time, cdc=True)
+
     def ours_changes(topic: str) -> Callable[[], int]:  # a stream that has sent the bulk insert already
         stream = ReverseStream(plain, path, f"changes-{uuid.uuid4().hex[:8]}", [KafkaSink(bootstrap, topic)])
         stream.set_checkpoint(commits[0])
@@ -181,13 +221,14 @@ def one_size(hudi: SparkSession, plain: SparkSession, kafka: KafkaEndpoint, run_
         return job
 
     print(f"  full export ({live} rows):", flush=True)
-    full = timed_runs({"ours": ours_full, "hand": hand_full, "raw": raw}, kafka, live, args)
+    full = timed_runs({"ours": ours_full, "stream": stream_full, "hand": hand_full, "raw": raw}, kafka, live, args)
     print(f"  incremental batch ({events} change events over 3 commits):", flush=True)
-    incremental = timed_runs({"ours": ours_changes, "hand": hand_changes}, kafka, events, args)
+    incremental = timed_runs({"ours": ours_changes, "stream": stream_changes, "hand": hand_changes}, kafka, events,
+                             args)
     shutil.rmtree(path, ignore_errors=True)
     shutil.rmtree(records_dir, ignore_errors=True)
-    return [("full export", rows, full["ours"], full["hand"], full["raw"]),
-            ("incremental", rows, incremental["ours"], incremental["hand"], None)]
+    return [("full export", rows, full["ours"], full["stream"], full["hand"], full["raw"]),
+            ("incremental", rows, incremental["ours"], incremental["stream"], incremental["hand"], None)]
 
 
 SCHEMA_COLUMNS = [part.split()[0] for part in SCHEMA.split(",")]
@@ -214,14 +255,14 @@ def main() -> None:
             server.stop()
         kafka.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
-    print("\nbatch        rows      ours s  hand s  raw s   ours/hand throughput  target")
-    for batch, rows, ours, hand, raw_time in summary:
+    print("\nbatch        rows      ours s  stream s  hand s  raw s   ours/stream  ours/hand (throughput)  target")
+    for batch, rows, ours, stream, hand, raw_time in summary:
         shown = f"{raw_time:6.2f}" if raw_time is not None else "     -"
-        print(f"{batch:12s} {rows:<9} {ours:6.2f}  {hand:6.2f}  {shown}  {hand / ours:6.2f}"
-              f"                at least {TARGET_RATIO}")
+        print(f"{batch:12s} {rows:<9} {ours:6.2f}  {stream:8.2f}  {hand:6.2f}  {shown}  {stream / ours:11.2f}"
+              f"  {hand / ours:9.2f}               ours/stream at least {TARGET_RATIO}")
         print(f"RESULT reverse_stream_kafka batch={batch.replace(' ', '_')} rows={rows} ours_s={ours:.2f} "
-              f"hand_s={hand:.2f} ratio={hand / ours:.2f}" + (f" raw_s={raw_time:.2f}" if raw_time else ""))
-
+              f"stream_s={stream:.2f} hand_s={hand:.2f} ratio={stream / ours:.2f} hand_ratio={hand / ours:.2f}"
+              + (f" raw_s={raw_time:.2f}" if raw_time else ""))
 
 if __name__ == "__main__":
     main()

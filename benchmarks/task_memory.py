@@ -42,7 +42,7 @@ def main() -> None:
     elif what == "stats":
         for shard, shards in reader.stats_shards():
             trigger = pa.record_batch({"shard": [shard], "shards": [shards]}, schema=reader.STATS_SHARDS_SCHEMA)
-            for batch in reader.match_by_metadata_stats(source, col("ts") > lit(1500), ("ts",), [trigger]):
+            for batch in reader.match_by_metadata_stats(source, PARTITIONS, col("ts") > lit(1500), ("ts",), [trigger]):
                 rows += batch.num_rows
     else:
         raise SystemExit(f"unknown body {what!r}: listing, pruned-listing or stats")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
 from hudi_connect_stack.testing.fixture_tables import fixture_names, local_table_view, unzip_fixture
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hudi_connect.core.executor.contracts import GROUPED_FILES, SLICES
 from hudi_connect.core.executor.slicing import ListingSlicing, file_groups_of_listing, slices_of_listing
@@ -21,6 +24,7 @@ from hudi_connect.core.format.fs_view import (
     recorded_rows,
 )
 from hudi_connect.core.format.timeline import Timeline, parse_instant_file_name
+from hudi_connect.spec.file_index import _listed_partitions
 
 
 def test_file_names_parse() -> None:
@@ -136,3 +140,29 @@ def test_rows_recorded_by_the_write_stats_equal_hudi_rs_snapshot_count(tmp_path:
     if oldest is not None:
         kept = {i: m for i, m in view.metadata.items() if i.requested_time != oldest.base_instant}
         assert recorded_rows(slices, kept) is None
+
+
+# --- the client's listing, partition by partition ---------------------------------------------------------------
+
+_LISTING_ROWS = st.lists(st.tuples(st.sampled_from(["", "a=1", "a=2", "b=x/c=3"]), st.booleans()), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=_LISTING_ROWS, cuts=st.lists(st.integers(0, 40), max_size=4),
+       source=st.sampled_from(["metadata", "storage"]))
+def test_a_streamed_listing_groups_into_the_partitions_a_plain_grouping_makes(
+        rows: list[tuple[str, bool]], cuts: list[int], source: str) -> None:
+    """However the server cuts the sorted listing into Arrow tables and batches, the client's grouping (runs of
+    the partition column, names and sizes as lists, excluded names from may_match) equals a plain groupby."""
+    listed = sorted((partition, f"f{n}.parquet", n, may_match) for n, (partition, may_match) in enumerate(rows))
+    table = pa.table({"partition": [r[0] for r in listed], "name": [r[1] for r in listed],
+                      "size": [r[2] for r in listed], "source": [source] * len(listed),
+                      "may_match": [r[3] for r in listed]})
+    bounds = sorted({0, len(listed), *(c for c in cuts if c <= len(listed))})
+    tables = [table.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+    tables = [pa.concat_tables([t.slice(0, len(t) // 2), t.slice(len(t) // 2)]) for t in tables]  # two chunks each
+    expected = [(partition, [r[1] for r in group], [r[2] for r in group], {r[1] for r in group if not r[3]})
+                for partition, group in ((p, list(g)) for p, g in itertools.groupby(listed, key=lambda r: r[0]))]
+    found = [(p.partition, p.names, p.sizes, p.excluded, p.source) for p in _listed_partitions(tables)]
+    assert [f[:4] for f in found] == expected
+    assert {f[4] for f in found} <= {source}

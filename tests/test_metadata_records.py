@@ -723,24 +723,56 @@ def test_a_pruned_metadata_listing_reads_the_kept_partitions_by_key(tables: Tabl
     assert listing(col("region") == lit("nowhere")) == set()
 
 
+REGION = PartitionFilter(("region",), pa.schema([("region", pa.string())]), True, False, None)
+
+
 @pytest.mark.parametrize("name", META_TABLES[:2])
-def test_column_statistics_lookups_shard_over_tasks_and_agree_with_a_whole_read(tables: Tables, name: str) -> None:
+@pytest.mark.parametrize("region", [None, "us", "nowhere"])
+def test_column_statistics_lookups_shard_over_tasks_and_agree_with_a_whole_read(tables: Tables, name: str,
+                                                                                 region: str | None) -> None:
+    """Sharded or not, and narrowed to a partition predicate's partitions (by key prefix, as Hudi's data
+    skipping looks them up) or not, a lookup's matches equal a whole read's of those partitions' files."""
     base = tables(name)
     source = metadata_source(base)
     predicate = col("amount") > lit(decimal.Decimal("100.00"))
+    keep = REGION if region is None else replace(REGION, predicate=col("region") == lit(region))
+    every = column_stats(merged_partition(base, "column_stats"), partition_files(merged_partition(base, "files")))
     expected = {s.file_name: stats_may_match(predicate, {"amount": ColumnRange(s.min_value, s.max_value,
                                                                                s.null_count, s.value_count)})
-                for s in column_stats(merged_partition(base, "column_stats")) if s.column == "amount"}
-    assert set(expected.values()) == {True, False}  # the predicate prunes some files and keeps others
+                for s in every if s.column == "amount" and s.partition is not None and keep.keeps(s.partition)}
+    if region is None:
+        assert set(expected.values()) == {True, False}  # the predicate prunes some files and keeps others
+    else:  # one partition's files, or none
+        assert len({s.partition for s in every if s.file_name in expected}) == (region == "us")
     for tasks in (1, 2, 3):
         found: dict[str, bool] = {}
         for shard, shards in reader.stats_shards(tasks):
             trigger = pa.record_batch({"shard": [shard], "shards": [shards]}, schema=reader.STATS_SHARDS_SCHEMA)
-            for batch in reader.match_by_metadata_stats(source, predicate, ("amount",), [trigger]):
+            for batch in reader.match_by_metadata_stats(source, keep, predicate, ("amount",), [trigger]):
                 for row in batch.to_pylist():
                     assert row["name"] not in found  # each file group is read by one task
                     found[row["name"]] = row["may_match"]
         assert found == expected, tasks
+
+
+@pytest.mark.parametrize("kept", [col("region") != lit("nowhere"), col("region") == lit("us")])
+def test_a_lookup_narrowed_to_more_partitions_than_it_looks_up_by_prefix_reads_the_columns_whole(
+        tables: Tables, monkeypatch: pytest.MonkeyPatch, kept: Expression) -> None:
+    """Past PREFIXED_PARTITIONS kept partitions the lookup reads the column's statistics whole, keeping those of
+    the kept partitions: the same matches as by prefix."""
+    source = metadata_source(tables(META_TABLES[0]))
+    predicate = col("amount") > lit(decimal.Decimal("100.00"))
+    keep = replace(REGION, predicate=kept)
+    trigger = [pa.record_batch({"shard": [0], "shards": [1]}, schema=reader.STATS_SHARDS_SCHEMA)]
+
+    def matches() -> list[dict[str, Any]]:
+        return [row for batch in reader.match_by_metadata_stats(source, keep, predicate, ("amount",), trigger)
+                for row in batch.to_pylist()]
+
+    narrowed = matches()
+    assert len(narrowed) > 1
+    monkeypatch.setattr(reader, "PREFIXED_PARTITIONS", 0)
+    assert matches() == narrowed
 
 
 @pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_nonpart_nometa"])
@@ -896,8 +928,10 @@ def test_the_metadata_reader_reads_large_base_files_by_range_in_bounded_pieces(
             reader.list_through_metadata(source, PartitionFilter(
                 ("region",), pa.schema([("region", pa.string())]), True, False, col("region") == lit("us")),
                 listing_trigger),
-            reader.match_by_metadata_stats(source, predicate, ("amount",), stats_trigger),
-            reader.match_by_metadata_stats(source, col("amount") > lit(decimal.Decimal("100.00")) &
+            reader.match_by_metadata_stats(source, keep, predicate, ("amount",), stats_trigger),
+            reader.match_by_metadata_stats(source, replace(REGION, predicate=col("region") == lit("us")), predicate,
+                                           ("amount",), stats_trigger),
+            reader.match_by_metadata_stats(source, keep, col("amount") > lit(decimal.Decimal("100.00")) &
                                            (col("txn_id") < lit("TXN-050")), ("amount", "txn_id"), stats_trigger),
             reader.locate(source, keys_trigger)))
 

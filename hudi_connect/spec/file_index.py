@@ -16,19 +16,22 @@ statistics for their log files too).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
+from operator import attrgetter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
 from hudi_connect.client.remote_files import MAX_BATCHED_FILES
-from hudi_connect.client.result_rows import result_rows
+from hudi_connect.client.result_rows import result_tables
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
 from hudi_connect.client.timeline_view import TimelineView
@@ -44,6 +47,7 @@ from hudi_connect.core.executor.listing import (
 )
 from hudi_connect.core.executor.metadata_reader import (
     STATS_SHARDS_SCHEMA,
+    STATS_TASKS,
     DataTimeline,
     MetadataSource,
     list_through_metadata,
@@ -100,18 +104,60 @@ class TableState:
     files: tuple[StoredFile, ...] | None = None
 
 
-@dataclass(frozen=True)
-class _ListedFile:
-    """A row of the listing plan (:meth:`FileIndex.listing`), or one made from :attr:`TableState.files`."""
+@dataclass
+class _PartitionListing:
+    """One partition's files of a listing, as the client slices them: names and sizes, the names whose column
+    statistics exclude the predicate, and where the listing came from ("storage" or "metadata")."""
 
     partition: str
-    name: str
-    size: int
-    source: str = "storage"
-    may_match: bool = True
+    names: list[str]
+    sizes: list[int]
+    excluded: set[str]
+    source: str
 
 
-_LISTED_COLUMNS = ("partition", "name", "size", "source", "may_match")  # _ListedFile's, by name in the plan
+_LISTED_COLUMNS = ("partition", "name", "size", "source", "may_match")  # the listing plan's, by name
+
+
+def _listed_partitions(tables: Iterable[pa.Table]) -> Iterator[_PartitionListing]:
+    """A listing plan's result (sorted by partition), one partition at a time. Read column by column: each
+    partition is a run of equal values in the partition column, and only names and sizes become Python
+    values one by one (a million of each at 1M files; the partition, source and may_match columns would
+    triple that)."""
+    current: _PartitionListing | None = None
+    for table in tables:
+        for batch in table.select(list(_LISTED_COLUMNS)).to_batches():
+            if not batch.num_rows:
+                continue
+            runs = pc.run_end_encode(batch.column("partition"))
+            names, sizes = batch.column("name").to_pylist(), batch.column("size").to_pylist()
+            source = pc.unique(batch.column("source")).to_pylist()
+            excluded_mask = pc.invert(batch.column("may_match"))
+            excluded = set(pc.filter(batch.column("name"), excluded_mask).to_pylist()) \
+                if pc.any(excluded_mask).as_py() else set()
+            start = 0
+            for partition, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+                run_names = names[start:end]
+                run_excluded = {n for n in run_names if n in excluded} if excluded else set()
+                if current is not None and current.partition == partition:  # continued from the last batch
+                    current.names += run_names
+                    current.sizes += sizes[start:end]
+                    current.excluded |= run_excluded
+                else:
+                    if current is not None:
+                        yield current
+                    current = _PartitionListing(partition, run_names, sizes[start:end], run_excluded,
+                                                "+".join(source))
+                start = end
+    if current is not None:
+        yield current
+
+
+def _stored_partitions(files: Iterable[StoredFile], source: str) -> Iterator[_PartitionListing]:
+    """Files in hand (sorted by partition), one partition at a time; nothing excluded by statistics."""
+    for partition, group in itertools.groupby(files, key=attrgetter("partition")):
+        stored = list(group)
+        yield _PartitionListing(partition, [f.name for f in stored], [f.size for f in stored], set(), source)
 
 
 def conjunction(predicates: Sequence[Expression]) -> Expression | None:
@@ -253,9 +299,11 @@ class FileIndex:
         admit (:func:`records_merge_columns`): such slices are then not pruned by statistics."""
         return len(columns) > 1 and records_merge_columns(self.view.properties)
 
-    def _with_stats(self, files: DataFrame, state: TableState, predicate: Expression | None) -> DataFrame:
-        """The listing with ``may_match``: False where a file's column statistics exclude the predicate
-        (from the metadata table's column_stats partition, else from Parquet footers)."""
+    def _with_stats(self, files: DataFrame, state: TableState, keep: PartitionFilter,
+                    predicate: Expression | None) -> DataFrame:
+        """The listing of the partitions ``keep`` keeps with ``may_match``: False where a file's column
+        statistics exclude the predicate (from the metadata table's column_stats partition, else from Parquet
+        footers)."""
         columns = self._stats_columns(state, predicate)
         # one listing task emits rows sorted by partition already
         if predicate is None or not columns:
@@ -263,11 +311,19 @@ class FileIndex:
         if self._metadata_has("column_stats"):
             source = self._metadata_source(state.timeline)
             ship_package(self._spark)
-            matches = map_task_rows(task_rows(self._spark, stats_shards(), STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
-                                    partial(match_by_metadata_stats, source, predicate, columns), MATCHES.schema)
+            # a predicate on partition columns narrows the lookup to the kept partitions' statistics: one task
+            # then finds them by key prefix in every file group; else each of two reads a column's whole
+            narrows = keep.paths is not None or bool(predicate.columns() & set(state.definition.partition_fields))
+            lookup_keep = keep if narrows else dataclasses.replace(keep, predicate=None)
+            shards = stats_shards(1 if narrows else STATS_TASKS)
+            matches = map_task_rows(task_rows(self._spark, shards, STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
+                                    partial(match_by_metadata_stats, source, lookup_keep, predicate, columns),
+                                    MATCHES.schema)
             # a file's statistics of two columns may sit in two file groups (Hudi places each record by its
             # whole key), each judged alone: the file may match only if every one allows it
             matches = matches.groupBy("name").agg(F.min("may_match").alias("may_match"))
+            if narrows:  # a few partitions' matches: sent to the listing's task, not shuffled with it
+                matches = F.broadcast(matches)
         else:
             config = StatsConfig(self._base_path, predicate, columns)
             matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
@@ -278,18 +334,19 @@ class FileIndex:
         # sorted again after the join, in one partition: no range-partitioning job as orderBy would run
         return joined.coalesce(1).sortWithinPartitions("partition", "name")
 
-    def _keeping(self, rows: Iterable[_ListedFile], timeline: Timeline) -> Iterator[_ListedFile]:
-        """``rows`` of a whole listing through the metadata table, kept in the view for the next read at the same
+    def _keeping(self, listed: Iterable[_PartitionListing], timeline: Timeline) -> Iterator[_PartitionListing]:
+        """``listed``, a whole listing through the metadata table, kept in the view for the next read at the same
         timeline once all were seen, unless there are more than a batched listing's limit (then streamed only)."""
         kept: list[StoredFile] | None = []
         sources = set()
-        for row in rows:
+        for partition in listed:
             if kept is not None:
-                kept.append(StoredFile(row.partition, row.name, row.size))
-                sources.add(row.source)
+                kept.extend(StoredFile(partition.partition, name, size)
+                            for name, size in zip(partition.names, partition.sizes, strict=True))
+                sources.add(partition.source)
                 if len(kept) > MAX_BATCHED_FILES or len(sources) > 1:
                     kept = None
-            yield row
+            yield partition
         if kept is not None and sources:
             self.view.keep_metadata_files(timeline, sources.pop(), tuple(kept))
 
@@ -307,7 +364,7 @@ class FileIndex:
         predicate = conjunction(pruning_of(predicates))
         keep = self.partition_filter(state.definition.schema, predicate)
         listed = self.listing(keep, state.timeline, fan_out=state.files is None and self.view.files_over_limit)
-        grouped = self._with_stats(listed, state, predicate).mapInArrow(file_groups_of_listing,
+        grouped = self._with_stats(listed, state, keep, predicate).mapInArrow(file_groups_of_listing,
                                                                         spark_schema(GROUPED_FILES.schema))
         timeline_dir = self.view.properties.timeline_dir
         slicing = ListingSlicing(self.slice_choice(state, predicate, as_of), touched, base_only,
@@ -319,38 +376,34 @@ class FileIndex:
                              as_of: str | None) -> Iterator[tuple[str, list[FileSlice]]]:
         predicate = conjunction(predicates)
         keep = self.partition_filter(state.definition.schema, predicate)
-        rows: Iterable[_ListedFile]
+        listed: Iterable[_PartitionListing]
         whole_metadata_listing = predicate is None and self._metadata_has("files")
         kept_listing = self.view.cached_metadata_files(state.timeline) if whole_metadata_listing else None
         if state.files is not None and not self._stats_columns(state, predicate):
             kept_partitions = {p for p in {f.partition for f in state.files} if keep.keeps(p)}
-            rows = (_ListedFile(f.partition, f.name, f.size) for f in state.files if f.partition in kept_partitions)
+            listed = _stored_partitions((f for f in state.files if f.partition in kept_partitions), "storage")
         elif kept_listing is not None:
             source, kept_files = kept_listing
-            rows = (_ListedFile(f.partition, f.name, f.size, source) for f in kept_files)
+            listed = _stored_partitions(kept_files, source)
         else:
             # no listing in hand: beyond the batched listing's limit, or never listed (statistics to join)
             large = state.files is None and self.view.files_over_limit
-            listed = self._with_stats(self.listing(keep, state.timeline, fan_out=large), state, predicate)
-            rows = (_ListedFile(*values) for values in result_rows(listed, _LISTED_COLUMNS))
+            plan = self._with_stats(self.listing(keep, state.timeline, fan_out=large), state, keep, predicate)
+            listed = _listed_partitions(result_tables(plan))
             if whole_metadata_listing:
-                rows = self._keeping(rows, state.timeline)
+                listed = self._keeping(listed, state.timeline)
         choice = self.slice_choice(state, predicate, as_of)
         self.counts = ListingCounts()
-        for partition, group in itertools.groupby(rows, key=lambda r: r.partition):
-            files, excluded = [], set()
-            for row in group:
-                self.counts.source = row.source
-                files.append(StoredFile(partition, row.name, row.size))
-                if not row.may_match:
-                    excluded.add(row.name)
-            self.counts.files += len(files)
-            kept, pruned = choice.slices(files, excluded)
+        for partition in listed:
+            self.counts.source = partition.source
+            self.counts.files += len(partition.names)
+            kept, pruned = choice.named_slices(partition.partition, partition.names, partition.sizes,
+                                               partition.excluded)
             self.counts.pruned_by_stats += pruned
             if kept:
                 self.counts.partitions += 1
                 self.counts.file_slices += len(kept)
-                yield partition, kept
+                yield partition.partition, kept
 
     # --- RFC-64's listings --------------------------------------------------------------------
 

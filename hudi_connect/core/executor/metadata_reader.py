@@ -16,9 +16,10 @@ data table's latest completed instant, the task lists storage instead.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -47,7 +48,7 @@ from hudi_connect.core.format.metadata import (
     merge_in_key_order,
     record_locations,
 )
-from hudi_connect.core.format.metadata.keys import data_partition
+from hudi_connect.core.format.metadata.keys import COLUMN_HASH_LENGTH, data_partition, partition_hash
 from hudi_connect.core.format.timeline import Action, Timeline, parse_instant_file_name
 
 METADATA_DIR = ".hoodie/metadata"
@@ -215,18 +216,23 @@ def _metadata_listing(source: MetadataSource, metadata: MetadataTimeline,
     in key order (its one file group; more would each be in order, so they are gathered and sorted)."""
     valid = valid_block_instants(source, metadata.timeline)
     files_slices = partition_slices(source, metadata, "files")
-    rows: list[tuple[str, str, int]] = []
+    partitions: list[str] = []
+    names: list[str] = []
+    sizes: list[int] = []
     sent = False
     for file_slice in files_slices:
         with opened_slice(source, file_slice) as opened:
             for files in _kept_partition_files(opened, valid, keep):
-                rows.extend((files.partition, name, size) for name, size in files.files.items()
-                            if name not in files.deleted)
-                if len(files_slices) == 1 and len(rows) >= slices.LISTING_BATCH_ROWS:
-                    yield slices.listing_batch(rows)
-                    rows, sent = [], True
-    if rows or not sent:
-        yield slices.listing_batch(rows)
+                live = {n: s for n, s in files.files.items() if n not in files.deleted} if files.deleted \
+                    else files.files
+                partitions.extend(repeat(files.partition, len(live)))
+                names.extend(live)
+                sizes.extend(live.values())
+                if len(files_slices) == 1 and len(names) >= slices.LISTING_BATCH_ROWS:
+                    yield slices.listing_columns(partitions, names, sizes)
+                    partitions, names, sizes, sent = [], [], [], True
+    if names or not sent:
+        yield slices.listing_columns(partitions, names, sizes)
 
 
 @worker_body
@@ -246,18 +252,30 @@ def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
                     yield listing.append_column("source", pa.array(["storage"] * listing.num_rows, pa.string()))
 
 
-def _file_ranges(opened: OpenedSlice, valid: frozenset[str],
-                 columns: tuple[str, ...]) -> Iterator[tuple[str, dict[str, ColumnRange]]]:
-    """(data file name, its ``columns``' ranges) for each file a column_stats slice covers. A key is the column's
-    hash, then the partition's and the file's: each column's records stream in key order through the base
-    file's index, and a merge on what follows the column's hash joins one file's columns, one file at a time."""
+PREFIXED_PARTITIONS = 256
+"""The most kept partitions whose statistics a lookup finds by a key prefix each; more, and it reads each
+column's statistics whole, keeping the kept partitions' (each prefix costs a seek into the block index)."""
+
+
+def _file_ranges(opened: OpenedSlice, valid: frozenset[str], columns: tuple[str, ...],
+                 partitions: Collection[str] | None = None) -> Iterator[tuple[str, dict[str, ColumnRange]]]:
+    """(data file name, its ``columns``' ranges) for each file a column_stats slice covers (in ``partitions``
+    only, when given). A key is the column's hash, then the partition's and the file's: each column's records
+    stream in key order through the base file's index (up to :data:`PREFIXED_PARTITIONS` partitions, by a
+    prefix each, as Hudi's data skipping looks up a partition-pruned read's; more, the column's whole, keeping
+    theirs), and a merge on what follows the column's hash joins one file's columns, one file at a time."""
+    hashes = None if partitions is None else {partition_hash(p) for p in partitions}
+    by_prefix = hashes is not None and len(hashes) <= PREFIXED_PARTITIONS
+
     def stream(column: str) -> Iterator[tuple[str, str, ColumnStats]]:
         prefix = column_stats_prefix(column)
-        for record in opened.records(valid, KeySelection.of(prefixes=[prefix])):
+        prefixes = [prefix + h for h in sorted(hashes)] if by_prefix and hashes is not None else [prefix]
+        for record in opened.records(valid, KeySelection.of(prefixes=prefixes)):
             stats = record.payload
+            suffix = record.key[len(prefix):]
             if isinstance(stats, ColumnStats) and not stats.is_deleted and stats.file_name is not None \
-                    and stats.column == column:
-                yield record.key[len(prefix):], column, stats
+                    and stats.column == column and (hashes is None or suffix[:COLUMN_HASH_LENGTH] in hashes):
+                yield suffix, column, stats
 
     current: str | None = None
     name, ranges = "", dict[str, ColumnRange]()
@@ -282,22 +300,38 @@ def stats_shards(tasks: int = STATS_TASKS) -> list[tuple[int, int]]:
     return [(shard, tasks) for shard in range(tasks)]
 
 
+def _kept_partitions(source: MetadataSource, metadata: MetadataTimeline, valid: frozenset[str],
+                     keep: PartitionFilter) -> list[str] | None:
+    """The partitions the files partition lists that ``keep`` keeps (the listing's own), or None without a
+    predicate or paths to keep them by (every partition)."""
+    if keep.predicate is None and keep.paths is None:
+        return None
+    kept: list[str] = []
+    for file_slice in partition_slices(source, metadata, "files"):
+        with opened_slice(source, file_slice) as opened:
+            kept.extend(files.partition for files in _kept_partition_files(opened, valid, keep))
+    return kept
+
+
 @worker_body
-def match_by_metadata_stats(source: MetadataSource, predicate: Expression, columns: tuple[str, ...],
-                            batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: (file name, may_match) for every data file the column_stats partition covers.
-    Each (shard, shards) row reads the file groups whose position is ``shard`` modulo ``shards``, and only the
-    statistics of ``columns``, by key prefix."""
+def match_by_metadata_stats(source: MetadataSource, keep: PartitionFilter, predicate: Expression,
+                            columns: tuple[str, ...], batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: (file name, may_match) for the data files of partitions ``keep`` keeps that the
+    column_stats partition covers. Each (shard, shards) row reads the file groups whose position is ``shard``
+    modulo ``shards``, and only the statistics of ``columns`` in the kept partitions, by key prefix."""
     for batch in batches:
         for shard, shards in zip(batch.column("shard").to_pylist(), batch.column("shards").to_pylist(), strict=True):
             metadata = _metadata_timeline(source)
             if metadata is None or not caught_up(source, metadata.timeline):
                 continue  # no statistics: nothing is pruned
             valid = valid_block_instants(source, metadata.timeline)
+            partitions = _kept_partitions(source, metadata, valid, keep)
+            if partitions == []:
+                continue  # no partition kept: no file to judge
             matches: list[FileMatch] = []
             for file_slice in partition_slices(source, metadata, "column_stats")[shard::shards]:
                 with opened_slice(source, file_slice) as opened:
-                    for name, ranges in _file_ranges(opened, valid, columns):
+                    for name, ranges in _file_ranges(opened, valid, columns, partitions):
                         # no partition: the client joins the matches on the (unique) file name
                         matches.append(FileMatch(None, name, stats_may_match(predicate, ranges)))
                         if len(matches) >= slices.LISTING_BATCH_ROWS:

@@ -24,9 +24,10 @@ failed or rolled-back writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
 
 from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.format.commit_metadata import CommitMetadata
@@ -112,24 +113,27 @@ def base_file_instant(name: str) -> str:
 def parse_data_file(file: StoredFile) -> BaseFile | LogFile | None:
     """A base or log file of a file group; None for anything else (partition metadata, crc files).
     A data file of a format the readers do not read is refused, never skipped."""
-    base = _BASE_FILE.match(file.name)
+    return parse_file_name(file.partition, file.name, file.size)
+
+
+def parse_file_name(partition: str, name: str, size: int = 0) -> BaseFile | LogFile | None:
+    """:func:`parse_data_file` of the file ``name`` in ``partition`` (for listings of a million names, which
+    are not made into :class:`StoredFile` first)."""
+    base = _BASE_FILE.match(name)
     if base is not None:
-        return BaseFile(file.partition, base["file_id"], base["instant"], file.name, file.size)
-    log = _LOG_FILE.match(file.name)
+        return BaseFile(partition, base["file_id"], base["instant"], name, size)
+    log = _LOG_FILE.match(name)
     if log is not None:
-        return LogFile(
-            file.partition, log["file_id"], log["instant"], int(log["version"]), log["token"] or "",
-            file.name, file.size, bool(log["cdc"]),
-        )
-    other = _OTHER_BASE_FILE.match(file.name)
+        return LogFile(partition, log["file_id"], log["instant"], int(log["version"]), log["token"] or "", name, size,
+                       bool(log["cdc"]))
+    other = _OTHER_BASE_FILE.match(name)
     if other is not None and other["ext"].lower() != "crc":  # Hadoop checksums of base files
-        raise UnsupportedTableFeatureError(f"{other['ext'].title()} base files", "base file", file.name,
-                                           where=f"partition '{file.partition}'",
-                                           detail="only Parquet base files are read")
-    native = _NATIVE_LOG_FILE.search(file.name)
-    if native is not None and not file.name.endswith(".crc"):
-        raise UnsupportedTableFeatureError("native Parquet log files (RFC-103)", "log file", file.name,
-                                           where=f"partition '{file.partition}'")
+        raise UnsupportedTableFeatureError(f"{other['ext'].title()} base files", "base file", name,
+                                           where=f"partition '{partition}'", detail="only Parquet base files are read")
+    native = _NATIVE_LOG_FILE.search(name)
+    if native is not None and not name.endswith(".crc"):
+        raise UnsupportedTableFeatureError("native Parquet log files (RFC-103)", "log file", name,
+                                           where=f"partition '{partition}'")
     return None
 
 
@@ -242,7 +246,14 @@ class SliceChoice:
 
     def slices(self, files: Iterable[StoredFile], excluded: Set[str] = frozenset()) -> tuple[list[FileSlice], int]:
         """The slices of ``files`` the read takes, and how many more the statistics pruned."""
-        slices = self.all_slices(files)
+        return self._pruned(self.all_slices(files), excluded)
+
+    def named_slices(self, partition: str, names: Sequence[str], sizes: Sequence[int],
+                     excluded: Set[str] = frozenset()) -> tuple[list[FileSlice], int]:
+        """:meth:`slices` of the files ``names`` (of ``sizes``) in one partition, as a listing streams them."""
+        return self._pruned(self._slices_of(map(parse_file_name, repeat(partition), names, sizes)), excluded)
+
+    def _pruned(self, slices: list[FileSlice], excluded: Set[str]) -> tuple[list[FileSlice], int]:
         if not excluded:  # nothing pruned (no predicate's statistics): a listing of every file
             return slices, 0
         kept = [s for s in slices if not _excluded(s, excluded) or (self.keep_logged and s.log_files)]
@@ -250,14 +261,19 @@ class SliceChoice:
 
     def all_slices(self, files: Iterable[StoredFile]) -> list[FileSlice]:
         """The file slice of every live file group of ``files``, unpruned."""
-        committed, completion_of = self._committed.__contains__, self._completion_of
+        return self._slices_of(map(parse_data_file, files))
+
+    def _slices_of(self, parsed_files: Iterable[BaseFile | LogFile | None]) -> list[FileSlice]:
+        committed, completion_of, replaced = self._committed.__contains__, self._completion_of, self.replaced
+        by_completion = hudi_1_layout(self.table_version)  # log files join a slice by completion time
         bases: dict[tuple[str, str], list[BaseFile]] = {}
         logs: dict[tuple[str, str], list[LogFile]] = {}
-        for stored in files:
-            parsed = parse_data_file(stored)
-            if parsed is None or (parsed.partition, parsed.file_id) in self.replaced:
+        for parsed in parsed_files:
+            if parsed is None:
                 continue
             key = (parsed.partition, parsed.file_id)
+            if key in replaced:
+                continue
             if isinstance(parsed, BaseFile):
                 if committed(parsed.instant_time):
                     bases.setdefault(key, []).append(parsed)
@@ -265,14 +281,14 @@ class SliceChoice:
                 logs.setdefault(key, []).append(parsed)
 
         slices = []
-        for key in sorted(set(bases) | set(logs)):
+        for key in sorted(bases.keys() | logs.keys() if logs else bases):
             versions = bases.get(key)
             base = (versions[0] if len(versions) == 1 else max(versions, key=lambda b: b.instant_time)) \
                 if versions else None
             base_instant = base.instant_time if base else ""
             chosen = []
             for log in logs.get(key, []):
-                if hudi_1_layout(self.table_version):  # log files join a slice by completion time
+                if by_completion:
                     completion = completion_of.get(log.instant_time)
                     if not committed(log.instant_time) or (completion is not None and completion <= base_instant):
                         continue
