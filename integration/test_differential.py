@@ -62,6 +62,104 @@ def test_a_history_with_every_kind_of_write_reads_equal_hudis(spark: SparkSessio
     assert any((timeline / "history").iterdir())  # commits were archived
 
 
+@pytest.mark.full
+def test_changes_of_a_timestamp_keyed_table_held_against_the_model_keep_the_partition_columns_value(
+        spark: SparkSession, plain_spark: SparkSession, tmp_path: Path) -> None:
+    """The shrunk seed 369095 (the 10-minute run of 2026-11-28): an insert wrote a key twice, so the changes are
+    held against the model of Hudi's time travel, whose rows give the timestamp key generator's ``ms`` as text;
+    the images (Hudi's CDC query's and ours) hold the long. The model now takes the long back."""
+    scenario = Scenario(
+        shape=Shape(
+            table_type="COPY_ON_WRITE",
+            version=6,
+            partition_type="int",
+            hive_style=False,
+            url_encode=False,
+            ordering_type="int",
+            merge="event_time",
+            index="BLOOM",
+            metadata=True,
+            column_stats=False,
+            key_generator="timestamp",
+            cdc="OP_KEY_ONLY",
+            archival=False,
+        ),
+        steps=(
+            Write(
+                operation="insert",
+                records=(
+                    Record(key=2, part=2023, ts=23, t=-599, v="r", n=None),
+                    Record(key=5, part=2023, ts=27, t=1441, v="r", n=None),
+                    Record(key=6, part=2023, ts=22, t=167, v="q", n=None),
+                    Record(key=7, part=2023, ts=25, t=-600, v="r", n=None),
+                ),
+                fails=False,
+            ),
+            Write(
+                operation="insert",
+                records=(
+                    Record(key=1, part=2023, ts=6, t=234, v="p", n=None),
+                    Record(key=2, part=2023, ts=33, t=375, v="p", n=None),
+                ),
+                fails=False,
+            ),
+            Write(
+                operation="insert",
+                records=(
+                    Record(key=1, part=2023, ts=30, t=-12, v="q", n=None),
+                    Record(key=2, part=2023, ts=28, t=629, v="r", n=2),
+                ),
+                fails=False,
+            ),
+            Write(operation="upsert", records=(Record(key=1, part=2023, ts=3, t=0, v="r", n=None),), fails=False),
+            Write(operation="delete", records=(Record(key=6, part=2023, ts=2, t=1, v="p", n=None),), fails=True),
+            Write(operation="upsert", records=(Record(key=0, part=2023, ts=2, t=18, v="p", n=None),), fails=True),
+        ),
+        requests=(
+            (
+                Request(
+                    kind="snapshot", predicate=None, commit=-1, begin=0, zone="America/Los_Angeles", spelling="ours"
+                ),
+            ),
+            (
+                Request(
+                    kind="as_of",
+                    predicate=("and", ("cmp", "!=", "region", 1), ("null", "n")),
+                    commit=-1,
+                    begin=1,
+                    zone="America/Los_Angeles",
+                    spelling="column",
+                ),
+                Request(kind="changes", predicate=None, commit=-1, begin=0, zone=None, spelling="sql"),
+            ),
+            (
+                Request(
+                    kind="incremental", predicate=None, commit=-1, begin=1, zone="America/Los_Angeles", spelling="sql"
+                ),
+                Request(
+                    kind="as_of",
+                    predicate=("cmp", "!=", "region", "e"),
+                    commit=-2,
+                    begin=2,
+                    zone="America/Los_Angeles",
+                    spelling="ours",
+                ),
+            ),
+            (
+                Request(kind="changes", predicate=None, commit=-2, begin=2, zone=None, spelling="sql"),
+                Request(kind="as_of", predicate=None, commit=-2, begin=1, zone=None, spelling="column"),
+            ),
+            (Request(kind="changes", predicate=None, commit=-2, begin=1, zone="America/Los_Angeles", spelling="ours"),),
+            (
+                Request(kind="changes", predicate=None, commit=-3, begin=0, zone="America/Los_Angeles", spelling="sql"),
+                Request(kind="changes", predicate=None, commit=-4, begin=1, zone="Asia/Kolkata", spelling="sql"),
+            ),
+        ),
+    )
+    outcome = run_scenario(spark, plain_spark, str(tmp_path / "t"), scenario)
+    assert outcome.compared and not outcome.differences, outcome.differences
+
+
 MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))
 
 

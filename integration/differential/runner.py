@@ -34,6 +34,7 @@ from hudi_connect.cdc import ChangeQuery
 from hudi_connect.cdc.query import JSON_OPTIONS
 from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError, WriteFailedError
 from hudi_connect.core.format.expressions import Expression
+from hudi_connect.core.format.table_features import string_partition_columns
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
@@ -337,6 +338,9 @@ def _time_travel_rows(hudi: HudiTable, instant: Instant | None) -> list[dict[str
     if instant is None:
         return []
     df = hudi.hudi.as_of(instant, with_meta_columns=True)
+    # Hudi's reads give a timestamp key generator's partition column as the text of its stored value, where a
+    # change image (Hudi's CDC query's, and ours) holds the value itself: the scenario's is ``ms``, a long
+    df = df.withColumns({c: F.col(c).cast("long") for c in string_partition_columns(hudi.properties)})
     data = [c for c in df.columns if not c.startswith("_hoodie_") or c == "_hoodie_is_deleted"]
     return [r.asDict() for r in df.select(
         "_hoodie_commit_seqno", "_hoodie_commit_time", "_hoodie_file_name", "_hoodie_record_key",
