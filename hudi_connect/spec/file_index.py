@@ -107,7 +107,8 @@ class TableState:
 @dataclass
 class _PartitionListing:
     """One partition's files of a listing, as the client slices them: names and sizes, the names whose column
-    statistics exclude the predicate, and where the listing came from ("storage" or "metadata")."""
+    statistics exclude the predicate, and where the listing came from ("storage" or "metadata"). Not frozen: a
+    partition continued in the server's next batch grows."""
 
     partition: str
     names: list[str]
