@@ -340,7 +340,9 @@ def _time_travel_rows(hudi: HudiTable, instant: Instant | None) -> list[dict[str
     df = hudi.hudi.as_of(instant, with_meta_columns=True)
     # Hudi's reads give a timestamp key generator's partition column as the text of its stored value, where a
     # change image (Hudi's CDC query's, and ours) holds the value itself: the scenario's is ``ms``, a long
-    df = df.withColumns({c: F.col(c).cast("long") for c in string_partition_columns(hudi.properties)})
+    strings = string_partition_columns(hudi.properties)
+    if strings:  # (pyspark's Connect client refuses withColumns of nothing)
+        df = df.withColumns({c: F.col(c).cast("long") for c in strings})
     data = [c for c in df.columns if not c.startswith("_hoodie_") or c == "_hoodie_is_deleted"]
     return [r.asDict() for r in df.select(
         "_hoodie_commit_seqno", "_hoodie_commit_time", "_hoodie_file_name", "_hoodie_record_key",
