@@ -10,10 +10,10 @@ the plain server ran for it is listed from the server's status API (its UI is on
 - timeline: the checkpoint, the timeline and commit metadata (and the files, where the read lists them) in one
   task (``TimelineView.list_with_files``);
 - plan: the batch's DataFrame built (``full_batch`` / ``change_batch``);
-- computed and counted: the incremental batch persisted and counted (a full export's count runs beside its
-  write);
-- sent: the sink's Kafka write;
-- checkpoint: the checkpoint's claim and publication (``CheckpointStore.advance``).
+- persisted: the incremental batch marked for caching (a request, no job);
+- sent: the sink's Kafka write (for an incremental batch, its computation into the cache too);
+- checkpoint: the checkpoint's claim and publication (``CheckpointStore.advance``); for an incremental batch,
+  in the same task, the count of the cached batch (a full export's count runs beside its write).
 
 The hand-written jobs (Hudi's snapshot or CDC query, ``to_json``, ``df.write.format("kafka")`` on the Hudi
 server) are timed whole. Medians of ``--repeat`` runs after one warm-up each; every topic must hold the expected
@@ -49,7 +49,7 @@ from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.reverse import KafkaSink, ReverseStream, streamer
 from hudi_connect.reverse.checkpoint import CheckpointStore
 
-PHASES = ("timeline", "plan", "computed and counted", "sent", "checkpoint", "whole batch")
+PHASES = ("timeline", "plan", "persisted", "sent", "checkpoint", "whole batch")
 
 
 @contextmanager
@@ -78,8 +78,8 @@ def phases_timed(spent: dict[str, float]) -> Iterator[None]:
     finally:
         for owner, name, original in originals:
             setattr(owner, name, original)
-        # what _send did besides the sink's write: the persisted batch computed and counted
-        spent["computed and counted"] = spent.pop("_send", 0.0) - spent.get("sent", 0.0)
+        # what _send did besides the sink's write: the batch marked for caching
+        spent["persisted"] = spent.pop("_send", 0.0) - spent.get("sent", 0.0)
 
 
 def job_lines(ui_port: int, after: int) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from hudi_connect.cli import main
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore
@@ -17,10 +18,11 @@ PAUSE_SECONDS = 120
 _advance = CheckpointStore.advance
 
 
-def _advance_after_a_pause(store: CheckpointStore, previous: Checkpoint, new: Checkpoint) -> Checkpoint:
+def _advance_after_a_pause(store: CheckpointStore, previous: Checkpoint, new: Checkpoint,
+                           **options: Any) -> Checkpoint:
     print(f"batch {new.sequence}: pausing {PAUSE_SECONDS}s before the checkpoint", flush=True)
     time.sleep(PAUSE_SECONDS)
-    return _advance(store, previous, new)
+    return _advance(store, previous, new, **options)
 
 
 if __name__ == "__main__":

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from hudi_connect.core.errors import HudiConnectError
 from hudi_connect.core.executor.object_store import (
+    OPS_SCHEMA,
     RESULTS_SCHEMA,
     StorageOp,
     StorageResult,
@@ -298,6 +302,37 @@ def test_file_sink_validates_format_and_strips_the_root() -> None:
     assert FileSink("/tmp/out").format == "parquet"
 
 
+def test_a_file_sinks_dead_claim_is_found_by_the_timelines_task(tmp_path: Path) -> None:
+    """What ``claims_op`` finds (run in the stream's timeline task) answers as ``published_end`` would: the
+    range a dead run claimed for this sequence, nothing for a sequence no run claimed."""
+    sink = FileSink(str(tmp_path / "out"), "json")
+    assert sink.published_end_from(_execute(sink.claims_op()), 1) is None  # no claims directory yet
+    claims = tmp_path / "out" / "_published"
+    claims.mkdir(parents=True)
+    for sequence in (1, 2):
+        (claims / f"{sequence:010d}").write_text(f"{sequence:010d}_{BEGIN}_2026112200591120{sequence}")
+    (claims / ".0000000003.tmp").write_text("a claim being written")
+    found = _execute(sink.claims_op())
+    assert sink.published_end_from(found, 2) == "20261122005911202"
+    assert sink.published_end_from(found, 3) is None
+    with pytest.raises(ValueError, match="no session"):  # a claim before the last is read on its own
+        sink.published_end_from(found, 1)
+
+
+def test_copy_data_file_copies_sparks_one_part_file_under_its_extension(tmp_path: Path) -> None:
+    staging, target = tmp_path / "staging", tmp_path / "batch"
+    staging.mkdir()
+    (staging / "part-00000-0f1e-c000.snappy.parquet").write_bytes(b"rows")
+    (staging / ".part-00000-0f1e-c000.snappy.parquet.crc").write_bytes(b"crc")
+    (staging / "_SUCCESS").write_bytes(b"")
+    result = _execute(StorageOp.copy_data_file(str(staging), str(target)))
+    assert result.names == ("part-00000.snappy.parquet",)
+    assert (target / "part-00000.snappy.parquet").read_bytes() == b"rows"
+    (staging / "part-00001-0f1e-c000.snappy.parquet").write_bytes(b"more")
+    with pytest.raises(ValueError, match="2 data files"):
+        _execute(StorageOp.copy_data_file(str(staging), str(target)))
+
+
 # ---------------------------------------------------------------- Kafka
 
 
@@ -490,6 +525,37 @@ def test_ops_after_a_lost_create_are_skipped(tmp_path: Path) -> None:
     (batch,) = execute_ops([pa.RecordBatch.from_pydict({"op": [request]})])
     assert [r["ok"] for r in json.loads(batch.column(0)[0].as_py())] == [True, True]
     assert published.read_text() == "mine"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=6), st.data())
+def test_a_counted_checkpoint_holds_the_rows_the_task_was_given_however_they_arrive(
+        tmp_path_factory: pytest.TempPathFactory, null_batches: list[int], data: st.DataObject) -> None:
+    """The checkpoint's task counts the batch's rows (nulls beside the one request, in any batch and order, as
+    Spark's union of a cache and a local relation brings them) into the claim and its publication."""
+    directory = tmp_path_factory.mktemp("counted")
+    new = _checkpoint()
+    claim, published = directory / "claim", directory / "published"
+    request = ops_request([StorageOp.create(str(claim), new.to_json(counted=True), counted=True),
+                           StorageOp.put(str(published), new.to_json(counted=True), counted=True),
+                           StorageOp.put(str(directory / "previous"), "as it was")])
+    batches = [pa.RecordBatch.from_pydict({"op": [None] * n}, schema=OPS_SCHEMA) for n in null_batches]
+    at = data.draw(st.integers(0, len(batches)))
+    batches.insert(at, pa.RecordBatch.from_pydict({"op": [request]}, schema=OPS_SCHEMA))
+    results = json.loads(next(iter(execute_ops(batches))).column("result")[0].as_py())
+    expected = sum(null_batches)
+    assert [(r["ok"], r["counted"]) for r in results] == [(True, expected), (True, expected), (True, None)]
+    for path in (claim, published):
+        assert Checkpoint.from_json(path.read_text(), where=str(path)) == dataclasses.replace(new, records=expected)
+    assert (directory / "previous").read_text() == "as it was"
+
+
+def test_a_counted_op_without_its_mark_once_is_refused(tmp_path: Path) -> None:
+    for content in ("no mark", _checkpoint().to_json(counted=True) * 2):
+        request = ops_request([StorageOp.put(str(tmp_path / "x"), content, counted=True)])
+        with pytest.raises(ValueError, match="counted op"):
+            list(execute_ops([pa.RecordBatch.from_pydict({"op": [request, None]}, schema=OPS_SCHEMA)]))
+        assert not (tmp_path / "x").exists()
 
 
 def test_unsent_commits_stop_before_a_hollow_commit_when_ordered_by_requested_time() -> None:

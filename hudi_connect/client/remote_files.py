@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
@@ -149,17 +149,24 @@ def path_exists(spark: SparkSession, path: str) -> bool:
     return True
 
 
-def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp]) -> list[StorageResult]:
-    """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok)."""
+def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp], *,
+                    counting: DataFrame | None = None) -> list[StorageResult]:
+    """Run ``ops`` in order, in one task on the server; one result per op (skipped ops: not ok).
+
+    With ``counting`` (best persisted: the task reads it again), the same task first counts its rows, which
+    ``counted`` ops write into their content: one job where a count and the ops would take three."""
     for op in ops:
         location_of(op.uri)  # a storage the workers have no client for is refused before any job runs
     ship_package(spark)
-    request = ops_request(ops)
-    rows = map_task_rows(task_rows(spark, [(request,)], OPS_SCHEMA), OPS_SCHEMA, execute_ops, RESULTS_SCHEMA).collect()
+    requests = task_rows(spark, [(ops_request(ops),)], OPS_SCHEMA)
+    if counting is not None:  # its rows as nulls beside the request, all in one partition: one task sees them
+        nulls = counting.select(F.lit(None).cast("string").alias(OPS_SCHEMA.names[0]))
+        requests = nulls.unionAll(requests).coalesce(1)
+    rows = map_task_rows(requests, OPS_SCHEMA, execute_ops, RESULTS_SCHEMA).collect()
     decoded = json.loads(next(row.result for row in rows if row.result is not None))
     contents: list[list[tuple[str, bytes]]] = [[] for _ in decoded]
     for row in rows:
         if row.result is None:
             contents[row.op].append((row.name, bytes(row.content)))
     return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]),
-                          tuple(read)) for r, read in zip(decoded, contents, strict=True)]
+                          tuple(read), r["counted"]) for r, read in zip(decoded, contents, strict=True)]

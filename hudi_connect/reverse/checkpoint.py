@@ -12,19 +12,20 @@ descriptions carry no credentials.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.client import remote_files
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.core.errors import CheckpointConflictError, HudiConnectError
-from hudi_connect.core.executor.object_store import StorageOp, StorageResult
+from hudi_connect.core.executor.object_store import ROW_COUNT, StorageOp, StorageResult
 from hudi_connect.core.format.table_config import TableProperties
 from hudi_connect.core.format.timeline import Action, Instant, InstantState, instant_time_of
 
@@ -62,9 +63,16 @@ class Checkpoint:
             return None
         return Instant(self.end_requested_time, Action.COMMIT, InstantState.COMPLETED, self.end_completion_time)
 
-    def to_json(self) -> str:
-        """The checkpoint as its claim file and its ``reversecommit`` instant hold it."""
-        return json.dumps({"reverseStreamCheckpoint": asdict(self)}, indent=2, sort_keys=True)
+    def to_json(self, *, counted: bool = False) -> str:
+        """The checkpoint as its claim file and its ``reversecommit`` instant hold it (``counted``: with
+        :data:`~hudi_connect.core.executor.object_store.ROW_COUNT` for the records, which the task writing it
+        counts)."""
+        text = json.dumps({"reverseStreamCheckpoint": asdict(self)}, indent=2, sort_keys=True)
+        if not counted:
+            return text
+        fields = json.loads(text)
+        fields["reverseStreamCheckpoint"]["records"] = json.loads(ROW_COUNT)
+        return json.dumps(fields, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, *, where: str) -> Checkpoint:
@@ -120,28 +128,34 @@ class CheckpointStore:
             return origin(stream)
         return Checkpoint.from_json(last.text, where=f"the last checkpoint claim under {self.claims_directory(stream)}")
 
-    def advance(self, previous: Checkpoint, new: Checkpoint) -> Checkpoint:
+    def advance(self, previous: Checkpoint, new: Checkpoint, *, counting: DataFrame | None = None) -> Checkpoint:
         """Record ``new`` after ``previous``, or CheckpointConflictError if another run got there first.
 
         One task claims ``new`` and publishes it on the timeline, with ``previous`` again: a run that
-        died between its claim and its publication left the timeline one checkpoint short."""
+        died between its claim and its publication left the timeline one checkpoint short. With
+        ``counting`` (the batch sent, persisted), that task counts its rows as ``new``'s records first."""
         if new.stream != previous.stream or new.sequence != previous.sequence + 1:
             raise ValueError(f"checkpoint {new.sequence} of {new.stream!r} cannot follow {previous.sequence} "
                              f"of {previous.stream!r}")
         uri = f"{self.claims_directory(new.stream)}/{claim_name(new.sequence)}"
-        publish = [self._publication(c) for c in (new, previous) if c.sequence > 0]
-        if not run_storage_ops(self._spark, [StorageOp.create(uri, new.to_json()), *publish])[0].ok:
+        counted = counting is not None
+        claim = StorageOp.create(uri, new.to_json(counted=counted), counted=counted)
+        publish = [self._publication(new, counted=counted)]
+        publish += [self._publication(previous)] if previous.sequence else []
+        result = run_storage_ops(self._spark, [claim, *publish], counting=counting)[0]
+        if not result.ok:
             raise CheckpointConflictError(
                 f"reverse stream {new.stream!r} on {self._base_path}: checkpoint {new.sequence} was recorded by "
                 "another run of the same stream; this run's batch is not checkpointed (restart it to go on)"
             )
-        return new
+        return new if result.counted is None else dataclasses.replace(new, records=result.counted)
 
-    def _publication(self, checkpoint: Checkpoint) -> StorageOp:
+    def _publication(self, checkpoint: Checkpoint, *, counted: bool = False) -> StorageOp:
         """The claim as a completed ``reversecommit`` instant (requested = completed = its write time)."""
         time = checkpoint.written_at
         name = f"{time}_{time}.reversecommit" if self._view.properties.timeline_dir else f"{time}.reversecommit"
-        return StorageOp.put(f"{self._view.timeline_directory}/{name}", checkpoint.to_json())
+        return StorageOp.put(f"{self._view.timeline_directory}/{name}", checkpoint.to_json(counted=counted),
+                             counted=counted)
 
     def history(self, stream: str | None = None) -> list[Checkpoint]:
         """Published checkpoints from the timeline, oldest first (all streams unless one is named)."""

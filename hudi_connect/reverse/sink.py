@@ -8,6 +8,7 @@ from typing import Protocol
 from pyspark.sql import DataFrame
 
 from hudi_connect.core.errors import SinkError
+from hudi_connect.core.executor.object_store import StorageOp, StorageResult
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,14 @@ class BatchContext:
     end_requested_time: str
     end_completion_time: str
     unique_keys: bool  # at most one change per key (a full read, or latest mode): no per-key ordering needed
+    persisted: bool = False  # the batch is cached: a sink may read it again, or in fewer tasks, at no cost
 
 
 class Sink(Protocol):
     """Where a reverse stream (RFC-70) sends its batches: :class:`~hudi_connect.reverse.FileSink`,
     :class:`~hudi_connect.reverse.KafkaSink`, :class:`~hudi_connect.reverse.PostgresSink`, or any object with
     these three methods. A sink may also define ``on_session(spark)``, returning itself on a new session,
-    for streams that reconnect after a lost server."""
+    for streams that reconnect after a lost server, and the methods of :class:`ClaimingSink`."""
 
     def describe(self) -> str:
         """Where the sink writes, without credentials: recorded in checkpoints and shown on the CLI."""
@@ -43,6 +45,19 @@ class Sink(Protocol):
     def write(self, batch: DataFrame, context: BatchContext) -> None:
         """Send the batch (columns of :data:`hudi_connect.reverse.changes.BATCH_COLUMNS`). Raises SinkError
         when the sink failed; what it already sent must then be safe to send again."""
+        ...
+
+
+class ClaimingSink(Sink, Protocol):
+    """A sink whose :meth:`published_end` is a storage op's finding, run in the task that reads the stream's
+    timeline instead of a job of its own (:class:`~hudi_connect.reverse.FileSink`)."""
+
+    def claims_op(self) -> StorageOp:
+        """The storage op whose result :meth:`published_end_from` reads."""
+        ...
+
+    def published_end_from(self, found: StorageResult, sequence: int) -> str | None:
+        """:meth:`published_end` from what :meth:`claims_op` found."""
         ...
 
 

@@ -15,12 +15,14 @@ exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -30,10 +32,11 @@ from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantError, ServerUnavailableError
+from hudi_connect.core.executor.object_store import StorageResult
 from hudi_connect.core.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reverse.changes import StreamMode, change_batch, full_batch
 from hudi_connect.reverse.checkpoint import Checkpoint, CheckpointStore, validate_stream_name
-from hudi_connect.reverse.sink import BatchContext, Sink
+from hudi_connect.reverse.sink import BatchContext, ClaimingSink, Sink
 
 
 def unsent_commits(timeline: Timeline, position: Instant | None, *, by_completion: bool) -> list[Instant]:
@@ -168,10 +171,14 @@ class ReverseStream:
         started = time.monotonic()
         if until is None and self._idle is not None and self._still_idle(*self._idle):
             return BatchResult(None, seconds=time.monotonic() - started)
-        # the checkpoint, the timeline and (where the batch is likely to need them) the table's files in one
-        # task: each Spark job costs a tenth of a second or more
-        timeline, (last,) = self._view.list_with_files([self.checkpoints.latest_op(self.name)],
-                                                        files=self._files_likely_needed())
+        # the checkpoint, the sinks' claims, the timeline and (where the batch is likely to need them) the
+        # table's files in one task: each Spark job costs a tenth of a second or more
+        probes = [getattr(sink, "claims_op", None) for sink in self.sinks]
+        timeline, (last, *claims) = self._view.list_with_files(
+            [self.checkpoints.latest_op(self.name), *(probe() for probe in probes if probe is not None)],
+            files=self._files_likely_needed())
+        found = iter(claims)
+        sink_claims = [None if probe is None else next(found) for probe in probes]
         current = self.checkpoints.checkpoint_of(self.name, last)
         files = self._view.cached_files
         position = current.position
@@ -184,7 +191,7 @@ class ReverseStream:
             return BatchResult(None, seconds=time.monotonic() - started)
         self._idle = None
         end = pending[-1] if position is None or self._max_commits is None else pending[:self._max_commits][-1]
-        end = self._published_end(current.sequence + 1, pending) or end
+        end = self._published_end(current.sequence + 1, pending, sink_claims) or end
         by_completion = self._properties.ranges_by_completion
         begin = None if position is None else range_time(position, by_completion=by_completion)
         context = BatchContext(self.name, current.sequence + 1, self._properties.name, self._base_path,
@@ -200,11 +207,14 @@ class ReverseStream:
                 batch = change_batch(self._spark, self._base_path, begin, end, self.mode, view)
         except HistoryUnavailableError as error:
             raise _behind_history(self.name, error) from error
-        records, cache_released = self._send(batch, context, known_records)
-        new = current.successor("batch", end, begin=begin, records=records,
+        sent = self._send(batch, context, known_records)
+        new = current.successor("batch", end, begin=begin, records=sent.records or 0,
                                 sinks=tuple(s.describe() for s in self.sinks))
-        self.checkpoints.advance(current, new)
-        cache_released()
+        try:
+            new = self.checkpoints.advance(current, new, counting=sent.cached)
+        finally:
+            sent.release()
+        records = new.records
         elapsed = time.monotonic() - started
         self._progress(f"batch {new.sequence}: {records} records of "
                        f"{'a full read' if begin is None else f'{len(pending)} commit(s)'} up to "
@@ -228,49 +238,48 @@ class ReverseStream:
         full_read = not self._positioned and "files" not in props.metadata_partitions
         return full_read or needs_file_slices(props)
 
-    def _published_end(self, sequence: int, pending: list[Instant]) -> Instant | None:
-        """The end of a batch a dead run already published to some sink: this run re-sends that range."""
-        for sink in self.sinks:
-            end = sink.published_end(sequence)
+    def _published_end(self, sequence: int, pending: list[Instant],
+                       sink_claims: list[StorageResult | None]) -> Instant | None:
+        """The end of a batch a dead run already published to some sink: this run re-sends that range.
+        ``sink_claims``: what each sink's ``claims_op`` found in the timeline's task (None: it has none)."""
+        for sink, found in zip(self.sinks, sink_claims, strict=True):
+            end = sink.published_end(sequence) if found is None else \
+                cast(ClaimingSink, sink).published_end_from(found, sequence)
             if end is not None:
                 for commit in pending:
                     if (commit.completion_time or commit.requested_time) == end:
                         return commit
         return None
 
-    def _send(self, batch: DataFrame, context: BatchContext,
-              known_records: int | None = None) -> tuple[int, Callable[[], None]]:
-        """The batch sent to every sink: its record count, and a wait for its cache to be released."""
-        # A change batch is costly to compute: cached, it is counted, then sent to every sink. A full read
-        # for one sink is computed by the sink's write alone, and counted meanwhile (its count prunes every
-        # column, down to Parquet footers for base files) unless the commits' write stats tell the count: a
-        # count job beside the write takes task slots from it.
+    def _send(self, batch: DataFrame, context: BatchContext, known_records: int | None = None) -> _Sent:
+        """The batch sent to every sink, and either its record count or the cache to count it from."""
+        # A change batch is costly to compute: cached, it is sent to every sink, then counted by the task that
+        # records the checkpoint (one job, where counting before sending took three). A full read for one sink
+        # is computed by the sink's write alone, and counted meanwhile (its count prunes every column, down to
+        # Parquet footers for base files) unless the commits' write stats tell the count: a count job beside
+        # the write takes task slots from it.
         if len(self.sinks) > 1 or context.begin_completion_time is not None:
-            batch = batch.persist()
+            batch, context = batch.persist(), dataclasses.replace(context, persisted=True)
             try:
-                records = int(batch.count())
                 for sink in self.sinks:
-                    self._progress(f"batch {context.sequence}: writing {records} records to {sink.describe()}")
+                    self._progress(f"batch {context.sequence}: writing to {sink.describe()}")
                     sink.write(batch, context)
             except Exception as error:
                 if is_server_lost(error):
                     mark_lost(self._spark)  # so unpersisting below does not wait for the lost server again
                 batch.unpersist()
                 raise
-            # released while the checkpoint is written: the request is a round trip of a tenth of a second
-            release = threading.Thread(target=batch.unpersist, name=f"{self.name}-release", daemon=True)
-            release.start()
-            return records, release.join
+            return _Sent(None, batch, lambda: _release(self.name, batch))
         if known_records is not None:
             self._progress(f"batch {context.sequence}: writing a full read of {known_records} records to "
                            f"{self.sinks[0].describe()}")
             self.sinks[0].write(batch, context)
-            return known_records, lambda: None
+            return _Sent(known_records)
         with ThreadPoolExecutor(max_workers=1) as pool:
             counted = pool.submit(batch.count)
             self._progress(f"batch {context.sequence}: writing a full read to {self.sinks[0].describe()}")
             self.sinks[0].write(batch, context)
-            return int(counted.result()), lambda: None
+            return _Sent(int(counted.result()))
 
     def run_continuously(self, *, interval: float, stop: threading.Event | None = None,
                          max_batches: int | None = None, reconnect: Callable[[], SparkSession] | None = None,
@@ -315,6 +324,28 @@ class ReverseStream:
             else:
                 self._progress(f"{self.name}: up to date; next look in {interval:g}s")
             stop.wait(interval)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A batch sent: its record count, or the persisted batch the checkpoint's task counts (then ``release``
+    drops it)."""
+
+    records: int | None
+    cached: DataFrame | None = None
+    release: Callable[[], None] = lambda: None
+
+
+def _release(name: str, cached: DataFrame) -> None:
+    """Drop a sent batch's cache without waiting: the request is a round trip of a tenth of a second, and
+    nothing reads the cache after its checkpoint (a session closed meanwhile dropped it already)."""
+    def unpersist() -> None:
+        try:
+            cached.unpersist()
+        except Exception as error:  # nothing is left to release on a closed session
+            log.debug("%s: releasing a sent batch's cache failed: %s", name, error)
+
+    threading.Thread(target=unpersist, name=f"{name}-release", daemon=True).start()
 
 
 def _logged(progress: Progress | None) -> Progress:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from hudi_connect.core.executor.refusals import worker_body
@@ -37,8 +38,11 @@ from hudi_connect.core.executor.storage import (
 )
 from hudi_connect.core.format.timeline import WRITE_ACTIONS, InstantState, parse_instant_file_name
 
-OpKind = Literal["create", "put", "get", "list", "last", "timeline", "data_files", "delete", "copy"]
-OPS_SCHEMA = pa.schema([("op", pa.string())])  # one row: the JSON list of ops
+OpKind = Literal["create", "put", "get", "list", "last", "timeline", "data_files", "delete", "copy",
+                 "copy_data_file"]
+OPS_SCHEMA = pa.schema([("op", pa.string())])  # one row: the JSON list of ops; null rows: rows to count
+# Where a ``counted`` op's content takes the number of rows the task counted (this JSON string, quotes included)
+ROW_COUNT = json.dumps("<rows counted by the task>")
 # What the task returns, a row at a time so that no cell grows with the table (a Connect client refuses messages
 # over 128 MB): first the JSON list of results without file contents, then a row per file a ``timeline`` op read
 # (``op``: that op's index in the request), each its own batch.
@@ -57,7 +61,12 @@ class StorageOp:
     ``data_files``: every file below the table at ``uri`` outside ``.hoodie`` (a storage listing, as
     :func:`~hudi_connect.core.executor.listing.list_storage` makes), unless there are more than ``limit`` (then not
     ok); ``delete``: remove files or directories (recursively); ``copy``: replace the file at ``target`` with a
-    copy of ``uri``, in one visible step. Ops after a ``create`` that found its file are skipped."""
+    copy of ``uri``, in one visible step; ``copy_data_file``: ``copy`` the one data file Spark wrote into directory
+    ``uri`` (``part-*``) to ``part-00000`` with its extension in directory ``target`` (the result's ``names``: that
+    name), ValueError if there is not exactly one. Ops after a ``create`` that found its file are skipped.
+
+    A ``counted`` create or put writes its content with :data:`ROW_COUNT` replaced by the number of rows the
+    task was given to count (the null rows of its input): a count and a write in one task, and one Spark job."""
 
     kind: OpKind
     uri: str
@@ -65,16 +74,17 @@ class StorageOp:
     known: tuple[str, ...] = ()  # timeline
     limit: int = 0  # data_files
     target: str = ""  # copy
+    counted: bool = False  # create, put: ROW_COUNT in content becomes the rows counted
 
     @classmethod
-    def create(cls, uri: str, content: str) -> StorageOp:
+    def create(cls, uri: str, content: str, *, counted: bool = False) -> StorageOp:
         """Write ``content`` to ``uri`` unless it exists (the result's ``ok``: created)."""
-        return cls("create", uri, content=content)
+        return cls("create", uri, content=content, counted=counted)
 
     @classmethod
-    def put(cls, uri: str, content: str = "") -> StorageOp:
+    def put(cls, uri: str, content: str = "", *, counted: bool = False) -> StorageOp:
         """Replace ``uri`` with ``content``."""
-        return cls("put", uri, content=content)
+        return cls("put", uri, content=content, counted=counted)
 
     @classmethod
     def get(cls, uri: str) -> StorageOp:
@@ -111,6 +121,11 @@ class StorageOp:
         """Replace ``target`` with a copy of ``uri``, in one visible step."""
         return cls("copy", uri, target=target)
 
+    @classmethod
+    def copy_data_file(cls, directory: str, target_directory: str) -> StorageOp:
+        """Copy the one data file Spark wrote into ``directory`` into ``target_directory`` as ``part-00000``."""
+        return cls("copy_data_file", directory, target=target_directory)
+
 
 def ops_request(ops: Iterable[StorageOp]) -> str:
     """The one-row request :func:`execute_ops` reads: the ops as a JSON list."""
@@ -131,30 +146,48 @@ class StorageResult:
     # list: (name, size, modification ms) of each file, empty ones too; data_files: (partition/name, size, 0)
     files: tuple[tuple[str, int, int], ...] = ()
     contents: tuple[tuple[str, bytes], ...] = ()  # timeline: (name, content) of each file read
+    counted: int | None = None  # counted create or put: the rows counted into its content
 
 
 @worker_body
 def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body of :func:`run_storage_ops` (runs on the executor)."""
+    """``mapInArrow`` body of :func:`run_storage_ops` (runs on the executor): the requests run once every
+    row to count has been seen."""
+    requests: list[str] = []
+    rows = 0
     for batch in batches:
-        for request in batch.column(0).to_pylist():
-            results: list[dict[str, Any]] = []
-            ops = _requested_ops(request)
-            for op in ops:
-                result = _execute(op)
-                results.append(asdict(result))
-                if op.kind == "create" and not result.ok:
-                    break
-            skipped = len(ops) - len(results)
-            results += [asdict(StorageResult(False))] * skipped
-            read = [(index, name, content) for index, result in enumerate(results)
-                    for name, content in result["contents"]]
-            without_contents = [{k: v for k, v in result.items() if k != "contents"} for result in results]
-            yield pa.RecordBatch.from_pydict({"result": [json.dumps(without_contents)], "op": [None], "name": [None],
-                                              "content": [None]}, schema=RESULTS_SCHEMA)
-            for index, name, content in read:
-                yield pa.RecordBatch.from_pydict({"result": [None], "op": [index], "name": [name],
-                                                  "content": [content]}, schema=RESULTS_SCHEMA)
+        column = batch.column(0)
+        rows += column.null_count
+        requests += pc.drop_null(column).to_pylist()
+    for request in requests:
+        results: list[dict[str, Any]] = []
+        ops = [_with_count(op, rows) for op in _requested_ops(request)]
+        for op in ops:
+            result = _execute(op)
+            if op.counted:
+                result = dataclasses.replace(result, counted=rows)
+            results.append(asdict(result))
+            if op.kind == "create" and not result.ok:
+                break
+        skipped = len(ops) - len(results)
+        results += [asdict(StorageResult(False))] * skipped
+        read = [(index, name, content) for index, result in enumerate(results)
+                for name, content in result["contents"]]
+        without_contents = [{k: v for k, v in result.items() if k != "contents"} for result in results]
+        yield pa.RecordBatch.from_pydict({"result": [json.dumps(without_contents)], "op": [None], "name": [None],
+                                          "content": [None]}, schema=RESULTS_SCHEMA)
+        for index, name, content in read:
+            yield pa.RecordBatch.from_pydict({"result": [None], "op": [index], "name": [name],
+                                              "content": [content]}, schema=RESULTS_SCHEMA)
+
+
+def _with_count(op: StorageOp, rows: int) -> StorageOp:
+    """A counted op with the rows counted in its content (exactly one :data:`ROW_COUNT` there)."""
+    if not op.counted:
+        return op
+    if op.content.count(ROW_COUNT) != 1:
+        raise ValueError(f"a counted op's content must hold {ROW_COUNT} once: {op.uri}")
+    return dataclasses.replace(op, content=op.content.replace(ROW_COUNT, str(rows)))
 
 
 def _execute(op: StorageOp) -> StorageResult:
@@ -163,7 +196,8 @@ def _execute(op: StorageOp) -> StorageResult:
 
 
 _DOING = {"create": "creating", "put": "writing", "get": "reading", "list": "listing", "last": "listing",
-          "timeline": "reading the timeline at", "data_files": "listing", "delete": "deleting", "copy": "copying"}
+          "timeline": "reading the timeline at", "data_files": "listing", "delete": "deleting", "copy": "copying",
+          "copy_data_file": "copying"}
 
 
 def _execute_op(op: StorageOp) -> StorageResult:
@@ -217,6 +251,14 @@ def _execute_op(op: StorageOp) -> StorageResult:
     if op.kind == "copy":
         copy(op.uri, op.target)
         return StorageResult(True)
+    if op.kind == "copy_data_file":
+        names = [i.base_name for i in list_directory(op.uri) if i.type is pafs.FileType.File]
+        data = [n for n in names if n.startswith("part-") and not n.endswith(".crc")]
+        if len(data) != 1:
+            raise ValueError(f"{op.uri} holds {len(data)} data files, expected 1: {sorted(names)}")
+        name = f"part-00000.{data[0].split('.', 1)[1]}" if "." in data[0] else "part-00000"
+        copy(join(op.uri, data[0]), join(op.target, name))
+        return StorageResult(True, names=(name,))
     raise ValueError(f"unknown storage op {op.kind!r}")
 
 

@@ -9,10 +9,10 @@ sequence order, and each file in its row order, rebuilds the table.
 
 Publishing is fenced, so that nothing is ever there twice, even when a killed
 client's write still runs on the server: Spark writes the batch into a hidden
-staging directory (``_staging/``, which readers skip), then the live client
-claims the sequence number by creating ``_published/<sequence>`` only if absent
-(naming the batch's range) and copies the file into place in one visible step,
-then writes ``_SUCCESS``. A dead run that claimed a range makes the next run
+staging directory (``_staging/``, which readers skip), then one task of the live
+client claims the sequence number by creating ``_published/<sequence>`` only if
+absent (naming the batch's range), copies the file into place in one visible
+step and writes ``_SUCCESS``. A dead run that claimed a range makes the next run
 send that same range again (:meth:`FileSink.published_end`).
 """
 
@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from hudi_connect.cdc.query import delete_first
 from hudi_connect.client.remote_files import run_storage_ops
 from hudi_connect.core.errors import SinkError
-from hudi_connect.core.executor.object_store import StorageOp
+from hudi_connect.core.executor.object_store import StorageOp, StorageResult
 from hudi_connect.reverse.changes import row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 
@@ -97,41 +97,52 @@ class FileSink:
     def _claim(self, sequence: int) -> str:
         return f"{self.root}/_published/{sequence:010d}"
 
-    def published_end(self, sequence: int) -> str | None:
-        """The end (completion time) of the range claimed for batch ``sequence`` under ``_published/``, if a
-        run claimed it: the streamer then sends that same range again."""
-        claimed = run_storage_ops(self._session(), [StorageOp.get(self._claim(sequence))])[0]
+    def claims_op(self) -> StorageOp:
+        """The op reading this sink's last claim, for the streamer to run in its timeline's task (no job of its
+        own): :meth:`published_end_from` reads what it found."""
+        return StorageOp.last(f"{self.root}/_published")
+
+    def published_end_from(self, last_claim: StorageResult, sequence: int) -> str | None:
+        """:meth:`published_end` from what :meth:`claims_op` found. Claims are made in sequence order, so a
+        dead run's claim of ``sequence`` is the last one; were it not, it is read on its own."""
+        name = self._claim(sequence).rsplit("/", 1)[1]
+        if name not in last_claim.names:
+            return None
+        visible = [n for n in last_claim.names if not n.endswith("/") and not n.startswith(".")]
+        claimed = last_claim if visible[-1] == name else \
+            run_storage_ops(self._session(), [StorageOp.get(self._claim(sequence))])[0]
         match = _BATCH_DIRECTORY.match(claimed.text.strip() + "/") if claimed.ok else None
         return match["end"] if match else None
 
+    def published_end(self, sequence: int) -> str | None:
+        """The end (completion time) of the range claimed for batch ``sequence`` under ``_published/``, if a
+        run claimed it: the streamer then sends that same range again."""
+        return self.published_end_from(run_storage_ops(self._session(), [self.claims_op()])[0], sequence)
+
     def write(self, batch: DataFrame, context: BatchContext) -> None:
-        """Write the batch as flat rows in commit order into a staging directory, claim its sequence, then
-        copy its one data file into the batch's directory and mark it ``_SUCCESS``. SinkError when another
-        run published this sequence for another range."""
+        """Write the batch as flat rows in commit order into a staging directory, then, in one task, claim its
+        sequence, copy its one data file into the batch's directory and mark it ``_SUCCESS``. SinkError when
+        another run published this sequence for another range."""
         target = batch_directory(context)
         staging = f"{self.root}/_staging/{target}_{uuid.uuid4().hex[:12]}"
-        rows = flat_rows(batch).repartition(1).sortWithinPartitions("completion_time", "commit_time", "record_key",
-                                                                    delete_first())
+        flat = flat_rows(batch)
+        # one file: a persisted batch's cached partitions are read by the one writing task (no shuffle); any
+        # other is computed in parallel and gathered
+        one = flat.coalesce(1) if context.persisted else flat.repartition(1)
+        rows = one.sortWithinPartitions("completion_time", "commit_time", "record_key", delete_first())
         try:
             rows.write.format(self.format).mode("error").save(staging)
         except PySparkException as error:
             raise sink_failure(self, context, error, "nothing was published") from error
-        listing, claim = run_storage_ops(self._session(), [
-            StorageOp.list(staging), StorageOp.create(self._claim(context.sequence), target)])
-        if not claim.ok:
-            owner = run_storage_ops(self._session(), [StorageOp.get(self._claim(context.sequence))])[0].text.strip()
-            if owner != target:  # another live run published this sequence for another range
-                raise SinkError(f"batch {context.sequence} of {context.stream!r} under {self.root} was published "
-                                f"as {owner} by another run of the stream; this run's {target} is not")
-        data = [n for n in listing.names if n.startswith("part-") and not n.endswith(".crc")]
-        if len(data) != 1:
-            raise SinkError(f"staging {staging} holds {len(data)} data files, expected 1")
-        extension = data[0].split(".", 1)[1] if "." in data[0] else self.format
-        run_storage_ops(self._session(), [
-            StorageOp.copy(f"{staging}/{data[0]}", f"{self.root}/{target}/part-00000.{extension}"),
-            StorageOp.put(f"{self.root}/{target}/_SUCCESS"),
-            StorageOp.delete(staging),
-        ])
+        publish = [StorageOp.copy_data_file(staging, f"{self.root}/{target}"),
+                   StorageOp.put(f"{self.root}/{target}/_SUCCESS"), StorageOp.delete(staging)]
+        if run_storage_ops(self._session(), [StorageOp.create(self._claim(context.sequence), target), *publish])[0].ok:
+            return
+        owner = run_storage_ops(self._session(), [StorageOp.get(self._claim(context.sequence))])[0].text.strip()
+        if owner != target:  # another live run published this sequence for another range
+            raise SinkError(f"batch {context.sequence} of {context.stream!r} under {self.root} was published "
+                            f"as {owner} by another run of the stream; this run's {target} is not")
+        run_storage_ops(self._session(), publish)  # a dead run claimed this range: publish it now
 
     def read_published(self, spark: SparkSession | None = None) -> DataFrame:
         """Every published batch's rows, with their directory's sequence (for readers and tests), read through
