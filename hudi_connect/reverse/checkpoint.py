@@ -67,12 +67,8 @@ class Checkpoint:
         """The checkpoint as its claim file and its ``reversecommit`` instant hold it (``counted``: with
         :data:`~hudi_connect.core.executor.object_store.ROW_COUNT` for the records, which the task writing it
         counts)."""
-        text = json.dumps({"reverseStreamCheckpoint": asdict(self)}, indent=2, sort_keys=True)
-        if not counted:
-            return text
-        fields = json.loads(text)
-        fields["reverseStreamCheckpoint"]["records"] = json.loads(ROW_COUNT)
-        return json.dumps(fields, indent=2, sort_keys=True)
+        fields = asdict(self) | ({"records": json.loads(ROW_COUNT)} if counted else {})
+        return json.dumps({"reverseStreamCheckpoint": fields}, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, *, where: str) -> Checkpoint:
