@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from side_by_side import SCHEMA, generated_rows, hudi_and_plain_sessions, hudi_cdc, interleaved, sizes
+from side_by_side import SCHEMA, add_warmups, generated_rows, hudi_and_plain_sessions, hudi_cdc, interleaved, sizes
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.table.hudi_table import HudiTable
@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=10)
     parser.add_argument("--changed", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
+    add_warmups(parser)
     parser.add_argument("--only", choices=[f"{t}/{m}" for t, m in CONFIGURATIONS], action="append",
                         help="run just these configurations (TABLE_TYPE/MODE); default all")
     args = parser.parse_args()
@@ -92,7 +93,7 @@ def main() -> None:
                     forced = ChangeQuery(plain, path, avro_decoding=other)
                     actions[f"ours_{other}"] = lambda q=forced, f=first: materialise(q.changes(f))
                     print(f"  {decoding}")
-                medians = interleaved(actions, args.repeat)
+                medians = interleaved(actions, args.repeat, args.warmups)
                 hudi_time, hudi_events = medians["hudi"]
                 for label, (_, found) in medians.items():
                     assert found == hudi_events, (label, found, hudi_events)

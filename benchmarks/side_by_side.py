@@ -65,19 +65,33 @@ def fingerprint(df: DataFrame) -> int:
 
 
 def snapshot_arguments(description: str | None) -> argparse.ArgumentParser:
-    """The snapshot benchmarks' options beside ``--sizes``: the share of rows updated into logs, and repeats."""
+    """The snapshot benchmarks' options beside ``--sizes``: the share of rows updated into logs, repeats and
+    warm-ups."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--updated", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=3)
+    add_warmups(parser)
     return parser
 
 
-def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int) -> dict[str, tuple[float, T]]:
-    """Median seconds of ``repeat`` runs of each action, and its result. One untimed warm-up of each
+def add_warmups(parser: argparse.ArgumentParser) -> None:
+    """``--warmups``: untimed runs of each side before the timed ones, three by default for the benchmarks of
+    reads that take a second or less. The Hudi server has just written the table (its JVM has compiled Hudi's
+    read and write paths) while the plain server meets the query's plan for the first time, and one warm-up
+    left either side on a JVM still compiling: Hudi's CDC query of a 100k-row table on MinIO took 1.20 s after
+    one warm-up (2026-11-26) and 0.59 s after three (2026-11-28). A long-lived server answers warm."""
+    parser.add_argument("--warmups", type=int, default=3)
+
+
+def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int, warmups: int = 1) -> dict[str, tuple[float, T]]:
+    """Median seconds of ``repeat`` runs of each action, and its result. ``warmups`` untimed runs of each
     first, then the runs in rounds (each round runs every action once, in a rotated order), so no side
     gets a warmer JVM or a quieter minute than the other. Every run of an action must give one result."""
     labels = list(actions)
     results = {label: actions[label]() for label in labels}  # warm-up
+    for _ in range(warmups - 1):
+        for label in labels:
+            assert actions[label]() == results[label], f"{label} gave different answers on repeated runs"
     times: dict[str, list[float]] = {label: [] for label in labels}
     for round_number in range(repeat):
         shift = round_number % len(labels)

@@ -72,7 +72,7 @@ def main() -> None:
                 medians = interleaved({
                     "floor": lambda files=base_files: fingerprint(plain.read.parquet(*files)),
                     "ours": lambda r=reader: fingerprint(r.snapshot()),
-                }, args.repeat)
+                }, args.repeat, args.warmups)
                 (floor_time, floor_result), (ours_time, ours_result) = medians["floor"], medians["ours"]
                 if table_type == "COPY_ON_WRITE":
                     assert ours_result == floor_result, "ours and the Parquet scan of the base files disagree"

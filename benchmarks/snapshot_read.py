@@ -54,7 +54,7 @@ def main() -> None:
             medians = interleaved({
                 "hudi": lambda p=path: fingerprint(hudi.read.format("hudi").load(p)),
                 "ours": lambda r=reader: fingerprint(r.snapshot()),
-            }, args.repeat)
+            }, args.repeat, args.warmups)
             (hudi_time, hudi_result), (ours_time, ours_result) = medians["hudi"], medians["ours"]
             assert ours_result == hudi_result, "the two readers disagree"
             print(f"  Hudi's snapshot read (Hudi server): {hudi_time:7.2f}s; hudi-connect's (plain server): "
