@@ -2,11 +2,13 @@
 Hudi server.
 
     python benchmarks/reverse_stream_kafka.py [--sizes 250k,1m] [--changed 0.05] [--repeat 3] [--partitions 4]
+                                              [--warmups 3]
 
 For each size it writes a CDC-enabled COW table through Hudi (DATA_BEFORE_AFTER): a
 bulk insert, then three commits that together change ``--changed`` of the rows
 (two upserts and a delete). Then, into a new topic of ``--partitions`` partitions
-per run, interleaved after one untimed warm-up each, medians of ``--repeat`` runs:
+per run, interleaved after ``--warmups`` untimed runs of each (three: ``side_by_side.add_warmups``), medians
+of ``--repeat`` runs:
 
 Full export (every row of the table as of its last commit):
 - ours: a new stream's ``ReverseStream.run_once()`` with a ``KafkaSink`` on the plain
@@ -54,7 +56,7 @@ from hudi_connect_stack.spark_connect import start_spark_connect
 from hudi_connect_stack.testing.topics import create_topic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from side_by_side import SCHEMA, generated_rows, hudi_cdc, sizes
+from side_by_side import SCHEMA, add_warmups, generated_rows, hudi_cdc, sizes
 
 from hudi_connect.client.server import connect
 from hudi_connect.client.timeline_view import load_properties
@@ -84,13 +86,13 @@ def topic_size(endpoint: KafkaEndpoint, topic: str) -> int:
 
 def timed_runs(runs: dict[str, Callable[[str], Callable[[], int]]], endpoint: KafkaEndpoint, expected: int,
                args: argparse.Namespace) -> dict[str, float]:
-    """Median seconds of ``--repeat`` runs of each ``run(topic)()``, interleaved (rotating order) after one
-    untimed warm-up each, each into a new topic; the topic and ``run(topic)`` (setting a stream up) are
+    """Median seconds of ``--repeat`` runs of each ``run(topic)()``, interleaved (rotating order) after
+    ``--warmups`` untimed runs each, each into a new topic; the topic and ``run(topic)`` (setting a stream up) are
     untimed, its result (the job) is timed and must have sent ``expected`` records (its own count and the
     topic's)."""
     times: dict[str, list[float]] = {label: [] for label in runs}
     labels = list(runs)
-    for attempt in range(args.repeat + 1):
+    for attempt in range(args.warmups + args.repeat):
         shift = attempt % len(labels)
         for label in labels[shift:] + labels[:shift]:
             topic = f"{label}-{uuid.uuid4().hex[:8]}"
@@ -102,9 +104,10 @@ def timed_runs(runs: dict[str, Callable[[str], Callable[[], int]]], endpoint: Ka
             in_topic = topic_size(endpoint, topic)
             assert sent == expected, f"{label} run {attempt}: sent {sent} records, expected {expected}"
             assert in_topic == expected, f"{label} run {attempt}: topic {topic} holds {in_topic}, expected {expected}"
-            what = "warm-up" if attempt == 0 else f"run {attempt}"
+            timed = attempt >= args.warmups
+            what = f"run {attempt - args.warmups + 1}" if timed else "warm-up"
             print(f"    {label} {what}: {seconds:7.2f}s  {expected / seconds:10,.0f} records/s", flush=True)
-            if attempt:
+            if timed:
                 times[label].append(seconds)
     return {label: statistics.median(t) for label, t in times.items()}
 
@@ -240,6 +243,7 @@ def main() -> None:
     parser.add_argument("--changed", type=float, default=0.05, help="share of the rows the 3 commits change")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4, help="partitions of each topic")
+    add_warmups(parser)
     args = parser.parse_args()
     run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
     run_dir.chmod(0o755)

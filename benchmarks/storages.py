@@ -1,8 +1,8 @@
 """The snapshot read and the change query on every storage: hudi-connect's plan on a plain server against
 Hudi's own on the Hudi server, on MinIO (S3), fake-gcs-server (GCS), Azurite (Azure, through WASB) and HDFS.
 
-    python benchmarks/storages.py [--sizes 50k,200k,500k] [--storages minio,gcs,azure,hdfs] [--repeat 3]
-                                  [--warmups 3]
+    python benchmarks/storages.py [--sizes 50k,200k,500k] [--storages minio,gcs,azure,hdfs]
+                                  [--queries snapshot,changes] [--repeat 3] [--warmups 3]
 
 For each storage and size it writes, through Hudi, a MOR table (a bulk insert, then an upsert of 20% of the
 rows into log files) and a COW table with CDC (DATA_BEFORE_AFTER: a bulk insert, then three commits each
@@ -115,10 +115,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=sizes, default=sizes("50k,200k,500k"))
     parser.add_argument("--storages", default="minio,gcs,azure,hdfs")
+    parser.add_argument("--queries", default="snapshot,changes", help="which of snapshot,changes to time")
     parser.add_argument("--repeat", type=int, default=3)
     add_warmups(parser)
     args = parser.parse_args()
     chosen = args.storages.split(",")
+    queries = {"snapshot": snapshot_times, "changes": change_query_times}
+    measured = [(query, queries[query]) for query in args.queries.split(",")]
     ratios: dict[tuple[str, str, int], tuple[float, float]] = {}
     run_dir = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-"))
     run_dir.chmod(0o755)
@@ -127,7 +130,7 @@ def main() -> None:
             for rows in args.sizes:
                 for storage in chosen:
                     hudi, plain, root = sessions[storage]
-                    for query, measure in (("snapshot", snapshot_times), ("changes", change_query_times)):
+                    for query, measure in measured:
                         hudi_s, ours_s = measure(hudi, plain, f"{root}/{query}_{rows}", rows, args.repeat,
                                                  args.warmups)
                         ratios[(query, storage, rows)] = (hudi_s, ours_s)
