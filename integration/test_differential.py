@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from integration.differential.runner import run_scenario
-from integration.differential.scenario import Record, Request, Scenario, Shape, Write
+from integration.differential.scenario import Record, Request, Scenario, Service, Shape, Write
 from integration.differential.session import Tally, check_seed, explore
 
 CI_SEEDS = (20261127, 57)
@@ -158,6 +158,29 @@ def test_changes_of_a_timestamp_keyed_table_held_against_the_model_keep_the_part
     )
     outcome = run_scenario(spark, plain_spark, str(tmp_path / "t"), scenario)
     assert outcome.compared and not outcome.differences, outcome.differences
+
+
+@pytest.mark.full
+def test_a_snapshot_after_the_metadata_table_compacted_a_partition_it_had_just_initialised_lists_every_file(
+        spark: SparkSession, plain_spark: SparkSession, hudi_015_spark: SparkSession, tmp_path: Path) -> None:
+    """The shrunk seed 455009 (the 22-minute run on Hudi 0.15.0 of 2026-11-28): the clustering initialised the
+    metadata table's column_stats partition (deltacommit <clustering>010) and compacted the metadata table at once
+    (<clustering>010001: 23 digits). Instant times were read up to 20 digits, so that compaction's slice of the
+    files partition was skipped for the one before it, and the snapshot lost the row the next upsert wrote."""
+    def record(key: int, ts: int, part: str | None = "a") -> Record:
+        return Record(key, part, ts, 100 * key, "p", None)
+
+    shape = Shape("COPY_ON_WRITE", 6, "string", hive_style=True, url_encode=True, ordering_type="int",
+                  merge="event_time", index="BLOOM", metadata=True, column_stats=True, key_generator="simple",
+                  cdc="off", archival=True)
+    steps = (Write("insert", (record(0, 40), record(4, 38, None))), Write("upsert", (record(0, 0),)),
+             Service("cluster"), Write("upsert", (record(1, 25),)))
+    snapshot = (Request("snapshot", None),)
+    outcome = run_scenario(hudi_015_spark, plain_spark, str(tmp_path / "t"), Scenario(shape, steps, (snapshot,) * 4),
+                           {"1.2": spark, "0.15.0": hudi_015_spark})
+    assert outcome.compared["equal"] == 4 and not outcome.differences, (outcome.compared, outcome.differences)
+    compactions = (tmp_path / "t" / ".hoodie" / "metadata" / ".hoodie").glob("*.commit")
+    assert any(len(path.name.split(".")[0]) == 23 for path in compactions)  # the 23-digit compaction happened
 
 
 MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))

@@ -58,18 +58,29 @@ def test_latest_file_slices_equal_hudi_rs(tmp_path: Path, name: str) -> None:
     assert ours == theirs
 
 
-def test_a_version_6_metadata_tables_own_instants_have_twenty_digits() -> None:
-    # Hudi 0.x and 1.x name a version-6 metadata table's compactions after the data instant plus "001": missing
-    # them once left only the table's first, empty slice of the files partition (an empty listing)
-    compaction = parse_instant_file_name("20261125112725681001.commit")
-    assert compaction is not None and compaction.requested_time == "20261125112725681001"
-    timeline = Timeline.from_files([compaction, parse_instant_file_name("00000000000000010.deltacommit")])
+# a data instant (seconds or milliseconds), then the suffixes a version-6 metadata table adds for its own actions
+_DATA_INSTANTS = st.one_of(st.integers(20200101000000, 20991231235959), st.integers(20200101000000000,
+                                                                                   20991231235959999)).map(str)
+_SUFFIX_STACKS = st.lists(st.sampled_from(["001", "002", "003", "004", "010", "011", "012"]), max_size=3)
+
+
+@given(data_instant=_DATA_INSTANTS, suffixes=_SUFFIX_STACKS)
+def test_a_version_6_metadata_tables_own_instants_stack_their_suffixes(data_instant: str, suffixes: list[str]) -> None:
+    # Hudi 0.x names a version-6 metadata table's own instants after a data instant plus a three-digit suffix
+    # (compaction 001, clean 002, a partition's initialization 010, ...), and they stack: a compaction right after
+    # a partition was initialized has 23 digits. Missing such a compaction left an older slice of the files
+    # partition, so a read listed none of the files written since (the differential run's seed 455009);
+    # missing the 20-digit ones once left only the table's first, empty slice
+    compaction = data_instant + "".join(suffixes) + "001"
+    parsed = parse_instant_file_name(f"{compaction}.commit")
+    assert parsed is not None and parsed.requested_time == compaction
+    timeline = Timeline.from_files([parsed, parse_instant_file_name("00000000000000010.deltacommit")])
+    log = f".files-0000-0_{compaction}.log.1_2-1434-6371"
     stored = [StoredFile("files", "files-0000-0_0-1243-4833_00000000000000010.hfile", 1),
-              StoredFile("files", "files-0000-0_0-1405-5963_20261125112725681001.hfile", 1),
-              StoredFile("files", ".files-0000-0_20261125112725681001.log.1_2-1434-6371", 1)]
+              StoredFile("files", f"files-0000-0_0-1405-5963_{compaction}.hfile", 1), StoredFile("files", log, 1)]
     [latest] = file_slices_at(stored, timeline, table_version=6)
-    assert latest.base_file is not None and latest.base_file.instant_time == "20261125112725681001"
-    assert [f.name for f in latest.log_files] == [".files-0000-0_20261125112725681001.log.1_2-1434-6371"]
+    assert latest.base_file is not None and latest.base_file.instant_time == compaction
+    assert [f.name for f in latest.log_files] == [log]
 
 
 def test_log_files_named_before_an_upgrade_from_version_6_stay_in_their_slice() -> None:

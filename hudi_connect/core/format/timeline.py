@@ -52,9 +52,10 @@ WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_CO
 FILE_REMOVING_ACTIONS = frozenset({Action.CLEAN, Action.ROLLBACK, Action.RESTORE})
 _STATE_RANK = {InstantState.REQUESTED: 0, InstantState.INFLIGHT: 1, InstantState.COMPLETED: 2}
 _INSTANT_TIME = re.compile(r"^\d{14}(\d{3})?$")
-# An instant time in a file name: seconds or milliseconds, and on a metadata table of version 6 a three-digit
-# suffix for its own actions (compaction 001, clean 002, ...: 20 digits)
-INSTANT_TIME_PATTERN = r"\d{14,20}"
+# An instant time in a file name: seconds or milliseconds, and on a metadata table of version 6 three-digit
+# suffixes for its own actions, which stack: a compaction (001) right after a partition's initialization (010)
+# is 20261128151833109010001, 23 digits. Hudi reads any run of digits and orders them as strings, as we do.
+INSTANT_TIME_PATTERN = r"\d{14,}"
 _FILE_NAME = re.compile(rf"^(?P<requested>{INSTANT_TIME_PATTERN})(?:_(?P<completed>{INSTANT_TIME_PATTERN}))?"
                         r"(?:\.(?P<rest>[a-z.]+))?$")
 
