@@ -62,6 +62,7 @@ from hudi_connect.core.errors import (
     UnsupportedStorageError,
     UnsupportedTableFeatureError,
     UnsupportedTableVersionError,
+    WriteConflictError,
     WriteFailedError,
     WriterActiveError,
 )
@@ -145,6 +146,7 @@ __all__ = [
     "UnsupportedStorageError",
     "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
+    "WriteConflictError",
     "WriteFailedError",
     "WriteOutcome",
     "WriteState",

@@ -12,8 +12,8 @@ committed state of a plain-Python model: snapshot, time travel, incremental, cha
 RecordIndex listings, and a reverse stream to files. No write is ever partly visible, and the writer's
 inline forwarding (``forwarding_to``) has exported nothing of an uncommitted write. Meanwhile the server
 comes back (a restart touches no table); then the table is recovered (``HudiTable.recover()``, or Hudi's
-own rollback at the next write), the write is retried, ours equals Hudi's own read, and the inline export
-has resumed exactly.
+own rollback: the cleaner after the next commit, once the dead write's heartbeat expired), the write is
+retried, ours equals Hudi's own read, and the inline export has resumed exactly.
 """
 
 from __future__ import annotations
@@ -64,7 +64,9 @@ class Config:
     forwarding: bool = False  # the writer forwards each commit to a file sink inline
 
     def options(self) -> dict[str, str]:
-        options = {"hoodie.clean.commits.retained": "4"}
+        # a dead writer's heartbeat expires in 4 s (Hudi's default: 2 min), so that the cleaner after the first
+        # write on the restarted server rolls its write back (lazy cleaning of failed writes, the default)
+        options = {"hoodie.clean.commits.retained": "4", "hoodie.client.heartbeat.interval_in_ms": "2000"}
         if "compaction" in self.phases + self.full_phases:
             options |= {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
         if "clustering" in self.phases + self.full_phases:

@@ -117,3 +117,13 @@ def require_hudi_server(spark: SparkSession) -> None:
             "the Spark Connect server is not set up for Hudi: " + "; ".join(problems)
             + f". Start it with these --conf settings and {bundle_advice(spark.version)}."
         )
+
+
+def server_confs_with_prefix(spark: SparkSession, prefix: str) -> dict[str, str]:
+    """The server's settings whose keys start with ``prefix`` (its Spark conf, as the session sees it). ``SET``
+    lists the keys, but redacts values whose key matches Spark's redaction patterns (a ZooKeeper ``...url``
+    among them), so each value is read by its key."""
+    from pyspark.sql import functions as F
+
+    keys = [str(row["key"]) for row in spark.sql("SET").where(F.col("key").startswith(prefix)).collect()]
+    return {key: str(spark.conf.get(key)) for key in keys}

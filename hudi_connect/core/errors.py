@@ -153,6 +153,22 @@ class WriteFailedError(HudiConnectError):
     """A write did not commit; the table stays readable at its previous state."""
 
 
+class WriteConflictError(WriteFailedError):
+    """A write aborted by Hudi's optimistic concurrency control: a write that completed while it ran touched the
+    same file groups. Nothing of it is visible, and running it again is safe (Hudi's
+    ``hoodie.write.num.retries.on.conflict.failures`` does so by itself). ``conflicting_instants`` are the
+    instant times of the writes it met (empty when the timeline no longer tells)."""
+
+    def __init__(self, message: str, *, conflicting_instants: tuple[str, ...] = ()) -> None:
+        self.conflicting_instants = conflicting_instants
+        super().__init__(message)
+
+    @property
+    def conflicting_instant(self) -> str | None:
+        """The latest of :attr:`conflicting_instants`, None if none is known."""
+        return max(self.conflicting_instants) if self.conflicting_instants else None
+
+
 class ServerUnavailableError(HudiConnectError):
     """The Spark Connect server could not be reached, or died during a call.
 
@@ -258,6 +274,7 @@ __all__ = [
     "UnsupportedStorageError",
     "UnsupportedTableFeatureError",
     "UnsupportedTableVersionError",
+    "WriteConflictError",
     "WriteFailedError",
     "WriterActiveError",
 ]

@@ -26,7 +26,7 @@ from hudi_connect.cdc import ChangeFormat, ChangeQuery
 from hudi_connect.client import catalog, remote_files
 from hudi_connect.client.catalog import CatalogTable
 from hudi_connect.client.instants import InstantLike
-from hudi_connect.client.server import require_hudi_server
+from hudi_connect.client.server import require_hudi_server, server_confs_with_prefix
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, lost_server_error, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
 from hudi_connect.core.errors import (
@@ -37,6 +37,7 @@ from hudi_connect.core.errors import (
     TableExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
+    WriteConflictError,
     WriteFailedError,
 )
 from hudi_connect.core.format.commit_metadata import CommitMetadata
@@ -51,8 +52,8 @@ from hudi_connect.core.format.timeline import Instant, Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex, RecordIndex
 from hudi_connect.spec.user_predicates import UserPredicates
+from hudi_connect.table import concurrency, services
 from hudi_connect.table import options as opts
-from hudi_connect.table import services
 from hudi_connect.table.hudi_reads import HudiReads, shown_columns
 from hudi_connect.table.merge import (
     MergeBuilder,
@@ -109,8 +110,11 @@ class HudiTable:
         write_options: dict[str, str] | None = None,
         progress: Progress | None = None,
         catalog_table: CatalogTable | None = None,
+        single_writer: bool = False,
     ) -> None:
         self._spark = ensure_bounded(spark)
+        self._single_writer = single_writer
+        self._server_lock: dict[str, str] | None = None
         self._catalog_table = catalog_table
         self._progress = progress
         self._base_path = base_path.rstrip("/")
@@ -137,12 +141,25 @@ class HudiTable:
                     f"{what} on {self._base_path} need Hudi on the server: {error}") from error
             self._hudi_checked = True
 
+    def _concurrency_options(self) -> dict[str, str]:
+        """The concurrency control of this object's writes (:mod:`hudi_connect.table.concurrency`); the server's
+        declared lock is asked once per table object."""
+        if self._server_lock is None and not self._single_writer:
+            self._server_lock = concurrency.server_lock_options(
+                server_confs_with_prefix(self._spark, concurrency.SERVER_LOCK_PREFIX))
+        props = self._properties
+        non_blocking = concurrency.supports_non_blocking(
+            merge_on_read=props.table_type is TableType.MERGE_ON_READ, table_version=props.version,
+            settings={**props.raw, **self._write_options})
+        return concurrency.concurrency_options(single_writer=self._single_writer, server_lock=self._server_lock or {},
+                                               chosen=self._write_options, non_blocking=non_blocking)
+
     # --- opening and creating ---------------------------------------------------------
 
     @classmethod
     @over_connect("opening a table")
     def open(cls, spark: SparkSession, table: str, *, options: dict[str, str] | None = None,
-             progress: Progress | None = None) -> HudiTable:
+             progress: Progress | None = None, single_writer: bool = False) -> HudiTable:
         """Open a table by its name in the server's catalog (``db.orders``: created by SQL, synced by Hudi's
         hive sync, or registered by :meth:`create` or :meth:`register`) or by its path (``s3a://lake/orders``),
         on any Spark Connect server; TableNotFoundError / NotAHudiTableError otherwise. Reads, change queries,
@@ -154,11 +171,16 @@ class HudiTable:
         ``options`` (``hoodie.*`` writer settings) apply to every write through this object; ``progress``
         hears what its writes, table services and reverse streams are doing, one line at a time (the same
         lines are logged under ``hudi_connect``, INFO).
+
+        Writes are safe beside other writers of the table by default: Hudi's optimistic concurrency control
+        under a lock (the server's declared one, or Hudi's in-process lock for the sessions of one server), a
+        conflict raised as :class:`WriteConflictError`. ``single_writer=True`` is Hudi's faster default, for a
+        user who guarantees that nothing else writes the table meanwhile (:mod:`hudi_connect.table.concurrency`).
         """
         spark = ensure_bounded(spark)
         found = catalog.resolve_table(spark, table) if catalog.is_table_name(table) else None
         path = found.location if found is not None else table
-        return cls(spark, path, load_properties(spark, path), options, progress, found)
+        return cls(spark, path, load_properties(spark, path), options, progress, found, single_writer)
 
     @classmethod
     @over_connect("looking for a table")
@@ -191,13 +213,14 @@ class HudiTable:
         options: dict[str, str] | None = None,
         name: str | None = None,
         progress: Progress | None = None,
+        single_writer: bool = False,
     ) -> HudiTable:
         """Create an empty table with its configuration fixed by a first, empty commit.
 
         ``table`` is a path, or a name (``db.orders``): the table then goes in the database's folder and is
         registered under that name. ``name`` registers a table created at a path under that name too.
         ``cdc`` turns on Hudi's CDC logging with the given supplemental logging mode; ``options`` passes any
-        other ``hoodie.*`` setting through.
+        other ``hoodie.*`` setting through; ``single_writer`` is :meth:`open`'s.
         """
         require_hudi_server(ensure_bounded(spark))
         if catalog.is_table_name(table):
@@ -233,7 +256,7 @@ class HudiTable:
             empty.write.format("hudi").options(**write_options).mode("append").save(path)
         except PySparkException as error:
             raise WriteFailedError(f"creating the table at {path} failed: {_first_line(error)}") from error
-        created = cls(spark, path, load_properties(spark, path), options, progress)
+        created = cls(spark, path, load_properties(spark, path), options, progress, single_writer=single_writer)
         return created.register(name) if name is not None else created
 
     @over_connect("registering the table in the catalog")
@@ -250,7 +273,8 @@ class HudiTable:
             if "TABLE_OR_VIEW_ALREADY_EXISTS" in str(error):
                 raise TableExistsError(f"the catalog already has a table named {name}") from error
             raise WriteFailedError(f"registering {self._base_path} as {name} failed: {_first_line(error)}") from error
-        return HudiTable.open(self._spark, name, options=self._write_options, progress=self._progress)
+        return HudiTable.open(self._spark, name, options=self._write_options, progress=self._progress,
+                              single_writer=self._single_writer)
 
     # --- what the table is -------------------------------------------------------------
 
@@ -323,7 +347,7 @@ class HudiTable:
             table.forwarding_to(table.reverse_stream("serving", [PostgresSink(dsn, "trips")])).upsert(df)
         """
         forwarding = HudiTable(self._spark, self._base_path, self._properties, self._write_options, self._progress,
-                               self._catalog_table)
+                               self._catalog_table, self._single_writer)
         forwarding._forward = streams
         return forwarding
 
@@ -421,6 +445,7 @@ class HudiTable:
         write_options = (
             opts.table_write_options(props)
             | self._catalog_sync_options()
+            | self._concurrency_options()
             | self._write_options
             | opts.operation_options(operation, partitions_to_delete)
             | (extra_options or {})
@@ -441,7 +466,9 @@ class HudiTable:
                 ) from error
             if not isinstance(error, PySparkException):
                 raise
-            raise self._failed_write(what, write_id, error) from error
+            failure = self._failed_write(what, write_id, error)
+            if failure is not None:
+                raise failure from error
         try:
             outcome = self.outcome_of(write_id)
             if outcome.instant is None:
@@ -539,8 +566,9 @@ class HudiTable:
     def _session_options(self) -> Iterator[None]:
         """This object's ``hoodie.*`` write options as session settings while a SQL write runs: Hudi's SQL
         commands take their settings from the session (and the table), not from options."""
-        earlier: dict[str, str | None] = {key: self._spark.conf.get(key, None) for key in self._write_options}
-        for key, value in self._write_options.items():
+        settings = self._concurrency_options() | self._write_options
+        earlier: dict[str, str | None] = {key: self._spark.conf.get(key, None) for key in settings}
+        for key, value in settings.items():
             self._spark.conf.set(key, value)
         try:
             yield
@@ -551,14 +579,30 @@ class HudiTable:
                 else:
                     self._spark.conf.set(key, before)
 
-    def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError:
-        """The error for a write the server refused, saying what the timeline shows of it."""
+    def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError | None:
+        """The error for a write the server refused, saying what the timeline shows of it; None when the write
+        committed and what failed after it was a table service another writer is running (its heartbeat live)."""
         cause = _first_line(error)
         outcome = self.outcome_of(write_id)
         if outcome.state is WriteState.COMMITTED and outcome.instant is not None:
-            return WriteFailedError(f"{what} committed as {outcome.instant.action.value} "
-                                    f"{outcome.instant.requested_time}, but a step after the commit failed: {cause}")
+            committed = f"{what} committed as {outcome.instant.action.value} {outcome.instant.requested_time}"
+            if concurrency.is_service_held_by_another_writer(str(error)):  # the commit stands
+                self._report(f"{committed}; a table service after it was left to the writer running it: {cause}")
+                return None
+            return WriteFailedError(f"{committed}, but a step after the commit failed: {cause}")
+        text = str(error)
+        if concurrency.is_write_conflict(text):
+            met = concurrency.instants_named_in(text) or self._completed_since(write_id)
+            named = ", ".join(met) or "no longer on the timeline"
+            return WriteConflictError(
+                f"{what} met a concurrent write to the same file groups (completed as {named}) and was aborted by "
+                "Hudi's optimistic concurrency control: nothing of it is visible, and running it again is safe (or "
+                f"set {concurrency.CONFLICT_RETRIES_KEY} for Hudi to retry). Cause: {cause}",
+                conflicting_instants=met)
         message = f"{what} failed and did not commit; readers see the table's previous state. Cause: {cause}"
+        if concurrency.is_lock_timeout(text):
+            message += (". It could not take the table's lock in time: another writer held it (hoodie.write.lock."
+                        "wait_time_ms and hoodie.write.lock.num_retries set how long a write waits)")
         if outcome.state is WriteState.PENDING:
             message += (". It left pending writes (" + ", ".join(i.requested_time for i in outcome.pending)
                         + "); table.recover() rolls them back, or Hudi does at the next write")
@@ -566,6 +610,13 @@ class HudiTable:
             message += (". A pending clustering rejects updates to its file groups (a writer died during it?): "
                         "table.recover() completes it")
         return WriteFailedError(message)
+
+    def _completed_since(self, write_id: str) -> tuple[str, ...]:
+        """The write commits completed since the write ``write_id`` began (by its client's clock)."""
+        started = write_id.split("-", 1)[0]
+        met = [i for i in self.timeline().write_commits().completed()
+               if (i.completion_time or i.requested_time) >= started]
+        return tuple(i.requested_time for i in met)
 
     @over_connect("reading the timeline for a write's outcome")
     def outcome_of(self, write_id: str) -> WriteOutcome:
@@ -593,10 +644,10 @@ class HudiTable:
 
         Idempotent: a clean table is left as it is. Refused with :class:`WriterActiveError` while a Hudi
         heartbeat of the table is younger than Hudi's expiry (two minutes by default), since the writer may be
-        alive; pass ``assume_no_writer=True`` when you know its server is gone. Hudi writes heartbeats for the
-        whole of a write only under ``hoodie.clean.failed.writes.policy=LAZY``; under the default (EAGER,
-        one writer) only the metadata table's streaming write has one, for part of the write, and otherwise
-        recover() relies, as Hudi's own next write does, on there being one writer. Pending compaction and
+        alive; pass ``assume_no_writer=True`` when you know its server is gone. Every write keeps a heartbeat for
+        its whole run by default (lazy cleaning of failed writes, :mod:`hudi_connect.table.concurrency`); under
+        ``single_writer=True`` only the metadata table's streaming write has one, for part of the write, and
+        recover() relies there, as Hudi's own next write does, on there being one writer. Pending compaction and
         clean plans are left for Hudi's next run.
         """
         return services.recover(self, assume_no_writer=assume_no_writer)
@@ -610,7 +661,8 @@ class HudiTable:
         self._require_hudi("table services (Hudi's procedures)")
         self._report(f"{self._base_path}: {sql}")
         try:
-            return [row.asDict() for row in self._spark.sql(sql).collect()]
+            with self._session_options():  # procedures take Hudi's settings from the session
+                return [row.asDict() for row in self._spark.sql(sql).collect()]
         except PySparkException as error:
             raise WriteFailedError(f"'{sql}' failed on {self._base_path}: {_first_line(error)}") from error
 

@@ -108,6 +108,18 @@ class HiveMetastoreEndpoint:
 
 
 @dataclass(frozen=True)
+class ZooKeeperEndpoint:
+    """A ZooKeeper server's client address (``host:port``, what Curator's connect string takes)."""
+
+    host: str
+    port: int
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
 class SparkConnectEndpoint:
     host: str
     port: int
@@ -124,9 +136,9 @@ class SparkConnectEndpoint:
 
 
 Endpoint = (MinioEndpoint | KafkaEndpoint | PostgresEndpoint | SparkConnectEndpoint | GcsEndpoint | AzuriteEndpoint
-            | HdfsEndpoint | HiveMetastoreEndpoint)
+            | HdfsEndpoint | HiveMetastoreEndpoint | ZooKeeperEndpoint)
 E = TypeVar("E", MinioEndpoint, KafkaEndpoint, PostgresEndpoint, SparkConnectEndpoint, GcsEndpoint, AzuriteEndpoint,
-            HdfsEndpoint, HiveMetastoreEndpoint)
+            HdfsEndpoint, HiveMetastoreEndpoint, ZooKeeperEndpoint)
 
 
 def endpoint_to_json(endpoint: Endpoint) -> dict[str, Any]:

@@ -189,6 +189,20 @@ HIVE_METASTORE_JARS = JarSet(
     ),
 )
 
+# ZooKeeper for the lock that writers on several servers share (Hudi's ZookeeperBasedLockProvider; the servers'
+# Spark 3.5 ships ZooKeeper's client, the bundle its Curator); the server runs standalone, without TLS, logging
+# through slf4j-simple
+ZOOKEEPER_VERSION = "3.9.5"
+ZOOKEEPER_JARS = JarSet(
+    "zookeeper",
+    (MavenArtifact("org.apache.zookeeper", "zookeeper", ZOOKEEPER_VERSION, transitive=True,
+                   exclusions=("io.netty:netty-tcnative-boringssl-static",)),
+     # what ZooKeeper's POM leaves to its distribution (provided): its metrics, its snapshots' codec, a logger
+     MavenArtifact("io.dropwizard.metrics", "metrics-core", "4.1.12.1"),
+     MavenArtifact("org.xerial.snappy", "snappy-java", "1.1.10.5"),
+     MavenArtifact("org.slf4j", "slf4j-simple", "2.0.13")),
+)
+
 # The other storages' servers for the tests: fake-gcs-server (Go) and Azurite (npm)
 FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server"
 FAKE_GCS_VERSION = "v1.54.0"
@@ -197,6 +211,7 @@ AZURITE_VERSION = "3.37.0"
 ALL_JAR_SETS = (
     SPARK_CONNECT_JARS, SPARK_AVRO_JARS, HUDI_JARS, STORAGE_AND_SINK_JARS, KAFKA_BROKER_JARS, LANCE_JARS,
     LANCE_ARROW_JARS, JVM_CLIENT_JARS, CLOUD_STORAGE_JARS, HDFS_SERVER_JARS, HUDI_015_JARS, HIVE_METASTORE_JARS,
+    ZOOKEEPER_JARS,
 )
 
 # The Python of the Spark servers' workers: what pyspark's Arrow UDFs need, plus

@@ -33,6 +33,7 @@ from hudi_connect_stack.endpoints import (
     SparkConnectEndpoint,
     SparkFlavor,
     StorageEndpoints,
+    ZooKeeperEndpoint,
 )
 from hudi_connect_stack.engine import stop_started_engine, use_started_engine
 from hudi_connect_stack.minio import create_bucket
@@ -134,6 +135,14 @@ def local_base_path(tmp_path: Path) -> str:
     """A fresh table path on the local file system, readable by local servers."""
     os.chmod(tmp_path, 0o755)
     return str(tmp_path / "table")
+
+
+@pytest.fixture(scope="session")
+def zookeeper_endpoint(shared_services: SharedServices) -> ZooKeeperEndpoint:
+    """A ZooKeeper server (a local JVM on either backend): the lock that writers on several servers share."""
+    from hudi_connect_stack.zookeeper import start_zookeeper
+
+    return shared_services.get("zookeeper", ZooKeeperEndpoint, start_zookeeper)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,102 @@
+"""Many writers, one table: the concurrency control every write through ``HudiTable`` runs with (issue #68).
+
+Hudi's default is one writer (``SINGLE_WRITER``): no conflict detection, and a write that starts rolls back
+whatever else is in flight. Two clients of a shared server writing one table then both "succeed" where their
+writes meet in a file group, and the later file slice drops the other's rows: a commit returned, then lost.
+So writes here run Hudi's multi-writer mode by default (``OPTIMISTIC_CONCURRENCY_CONTROL``): each write
+commits under the table's lock after checking that no write completed since it began touched its file groups,
+and a write that did is aborted with ``HoodieWriteConflictException`` (:class:`WriteConflictError`), nothing
+of it visible. Failed writes are cleaned lazily (``hoodie.clean.failed.writes.policy=LAZY``): a write that
+starts no longer rolls back another's in-flight instant, only ones whose heartbeat expired.
+
+The lock, first that applies:
+
+1. the one the user names in the table's or the write's options (``hoodie.write.lock.provider`` and its
+   settings), as Hudi takes them;
+2. the one the server declares for every writer of it: Spark confs ``spark.hoodie.write.lock.*`` (Hudi's
+   keys under ``spark.``, e.g. ZooKeeper's for servers that share a storage; :func:`server_lock_options`);
+3. Hudi's in-process lock: exact for every session of one server (one JVM), which is this library's premise.
+
+A MOR table with a simple bucket index (table version 8+) runs Hudi 1.2's non-blocking concurrency control
+instead: its writers append to the same file groups' logs without conflicting, so concurrent upserts need not
+fail (:func:`supports_non_blocking`).
+
+Writers on several servers must share a distributed lock (2.), or they are as unsafe as Hudi's default.
+``single_writer=True`` keeps Hudi's default for a user who guarantees one writer, and is faster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+CONCURRENCY_MODE_KEY = "hoodie.write.concurrency.mode"
+FAILED_WRITES_POLICY_KEY = "hoodie.clean.failed.writes.policy"
+LOCK_PROVIDER_KEY = "hoodie.write.lock.provider"
+# Hudi's own retry of a write that met a conflict (the Spark datasource writer reruns it with a new instant)
+CONFLICT_RETRIES_KEY = "hoodie.write.num.retries.on.conflict.failures"
+
+IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
+# ZooKeeper, its lock's path derived from the table's base path: one server-wide setting serves every table
+ZOOKEEPER_LOCK = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
+
+SERVER_LOCK_PREFIX = "spark.hoodie.write.lock."
+
+# Hudi's errors for a write aborted by the conflict check (at commit, or early at a marker)
+_CONFLICT_ERRORS = ("HoodieWriteConflictException", "HoodieEarlyConflictDetectionException",
+                    "Cannot resolve conflicts for overlapping writes")
+_LOCK_ERRORS = ("HoodieLockException", "Unable to acquire lock", "Unable to acquire the lock")
+
+
+def server_lock_options(server_confs: Mapping[str, str]) -> dict[str, str]:
+    """The lock a server declares for every writer (``spark.hoodie.write.lock.*``), as Hudi's option keys."""
+    return {key.removeprefix("spark."): value for key, value in server_confs.items()
+            if key.startswith(SERVER_LOCK_PREFIX)}
+
+
+def supports_non_blocking(*, merge_on_read: bool, table_version: int, settings: Mapping[str, str]) -> bool:
+    """Whether Hudi 1.2's non-blocking concurrency control fits the table: MOR, table version 8 or later, and a
+    simple bucket index (``settings``: the table's properties with the writer's options over them). Writers of
+    such a table append to the same file groups' logs without conflicting; readers merge them in completion-time
+    order."""
+    index = settings.get("hoodie.index.type", "").upper()
+    engine = settings.get("hoodie.index.bucket.engine", "SIMPLE").upper()
+    return merge_on_read and table_version >= 8 and index == "BUCKET" and engine == "SIMPLE"
+
+
+def concurrency_options(*, single_writer: bool, server_lock: Mapping[str, str], chosen: Mapping[str, str],
+                        non_blocking: bool = False) -> dict[str, str]:
+    """The ``hoodie.*`` options of a write's concurrency control, beneath the user's ``chosen`` options (which
+    are applied after these and win): multi-writer with a lock unless ``single_writer``; non-blocking where
+    the table supports it (:func:`supports_non_blocking`), optimistic otherwise."""
+    if single_writer:
+        return {CONCURRENCY_MODE_KEY: "SINGLE_WRITER", FAILED_WRITES_POLICY_KEY: "EAGER"}
+    if CONCURRENCY_MODE_KEY in chosen and chosen[CONCURRENCY_MODE_KEY].upper() == "SINGLE_WRITER":
+        return {}  # the user took charge by Hudi's own key
+    lock = dict(server_lock) if LOCK_PROVIDER_KEY in server_lock else {LOCK_PROVIDER_KEY: IN_PROCESS_LOCK}
+    mode = "NON_BLOCKING_CONCURRENCY_CONTROL" if non_blocking else "OPTIMISTIC_CONCURRENCY_CONTROL"
+    return {CONCURRENCY_MODE_KEY: mode, FAILED_WRITES_POLICY_KEY: "LAZY", **lock}
+
+
+def is_write_conflict(error_text: str) -> bool:
+    """Whether a failed write's error is Hudi's conflict check aborting it."""
+    return any(marker in error_text for marker in _CONFLICT_ERRORS)
+
+
+def is_service_held_by_another_writer(error_text: str) -> bool:
+    """Whether Hudi refused to run a table service after a commit because another writer runs that instant
+    (a live heartbeat on it): the service is that writer's, and the commit stands."""
+    return "due to heartbeat by concurrent writer" in error_text
+
+
+def is_lock_timeout(error_text: str) -> bool:
+    """Whether a failed write could not take the table's lock in time."""
+    return any(marker in error_text for marker in _LOCK_ERRORS)
+
+
+_INSTANT_IN_ERROR = re.compile(r"instantTime=(\d{14,})")
+
+
+def instants_named_in(error_text: str) -> tuple[str, ...]:
+    """The instant times a conflict message names (Hudi's ``ConcurrentOperation`` renders ``instantTime=``)."""
+    return tuple(dict.fromkeys(_INSTANT_IN_ERROR.findall(error_text)))

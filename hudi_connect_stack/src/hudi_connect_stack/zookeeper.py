@@ -1,0 +1,69 @@
+"""ZooKeeper (3.9, standalone) as a local JVM: the distributed lock of writers on several Spark servers.
+
+Writers of one table in one server's JVM share Hudi's in-process lock; writers on several servers (Spark
+applications sharing a storage) need a lock all of them reach. Hudi's ``ZookeeperBasedImplicitBasePathLockProvider``
+derives each table's lock from its base path, so one server-wide setting (:func:`lock_confs`) serves every
+table; hudi-connect's writes take a lock a server declares so (:mod:`hudi_connect.table.concurrency`). The
+health check is ZooKeeper's own ``srvr`` command.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from hudi_connect_stack import provision, versions
+from hudi_connect_stack.endpoints import ZooKeeperEndpoint
+from hudi_connect_stack.process import LOOPBACK, RunningService, free_port, jit_options, launch, wait_until_ready
+
+READY_TIMEOUT = 60.0
+HEAP = "128m"
+SERVER_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+ZOOKEEPER_LOCK = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
+
+
+def render_config(data_dir: Path | str, port: int, address: str = LOOPBACK) -> str:
+    """``zoo.cfg`` of a standalone server: its data, its client address, ``srvr`` allowed, no admin server."""
+    return "\n".join([
+        "tickTime=2000", f"dataDir={data_dir}", f"clientPort={port}", f"clientPortAddress={address}",
+        "admin.enableServer=false", "4lw.commands.whitelist=srvr", "",
+    ])
+
+
+def answers(host: str, port: int) -> bool:
+    """ZooKeeper's ``srvr``: its version and mode from a server that serves requests (``ruok`` answers ``imok``
+    as soon as the port listens, even when the server then failed to start)."""
+    try:
+        with socket.create_connection((host, port), timeout=2.0) as connection:
+            connection.sendall(b"srvr")
+            reply = b""
+            while chunk := connection.recv(4096):
+                reply += chunk
+    except OSError:
+        return False
+    return reply.startswith(b"Zookeeper version") and b"Mode: standalone" in reply
+
+
+def lock_confs(zookeeper: ZooKeeperEndpoint) -> dict[str, str]:
+    """The Spark confs of a server whose writers lock tables through ``zookeeper``: Hudi's lock settings under
+    ``spark.``, which hudi-connect's writes on that server take (any Hudi writer can be given the same)."""
+    return {
+        "spark.hoodie.write.lock.provider": ZOOKEEPER_LOCK,
+        "spark.hoodie.write.lock.zookeeper.url": zookeeper.connect_string,  # Curator's connect string: host:port
+        "spark.hoodie.write.lock.zookeeper.port": str(zookeeper.port),
+    }
+
+
+def start_zookeeper(run_dir: Path, *, timeout: float = READY_TIMEOUT) -> RunningService:
+    """Start a standalone ZooKeeper on a free loopback port and wait until it serves (``srvr``)."""
+    home = run_dir / "zookeeper"
+    (home / "data").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    (home / "zoo.cfg").write_text(render_config(home / "data", port))
+    classpath = os.pathsep.join(str(jar) for jar in provision.jars_of(versions.ZOOKEEPER_JARS))
+    command = [provision.require_tool("java"), f"-Xmx{HEAP}", *jit_options("quick"), "-Djava.net.preferIPv4Stack=true",
+               "-cp", classpath, SERVER_CLASS, str(home / "zoo.cfg")]
+    process, popen = launch("zookeeper", command, log=home / "zookeeper.log", cwd=home)
+    wait_until_ready(process, lambda: answers(LOOPBACK, port), timeout=timeout, popen=popen)
+    return RunningService(ZooKeeperEndpoint(LOOPBACK, port), (process,))

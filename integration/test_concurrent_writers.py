@@ -1,0 +1,218 @@
+"""Many writers, one table (issue #68): every write that returned a commit is in the table afterwards.
+
+Each writer is a user of a shared server: a Connect session of its own, writing through ``HudiTable`` with the
+library's defaults. Writers upsert keys of their own (disjoint, never rewritten), ``BATCH`` at a time, for
+``ROUNDS`` rounds, all at once, into one table whose two partitions every writer touches, so their writes
+meet in the same file groups. The oracle is a plain-Python model: the rows of the writes that returned a
+commit. Afterwards
+
+- the snapshot (ours on the server without Hudi's jars, and Hudi's own) holds exactly those rows;
+- time travel to each returned commit holds that commit's rows, and no row of a write that failed;
+- the change query from the start reports exactly one insert of each of those rows;
+- every write that did not return a commit raised a library error (:class:`WriteFailedError`, a conflict as
+  :class:`WriteConflictError` naming the instant it met), never a raw pyspark error.
+
+Writers on two servers (two Spark applications sharing the storage) hold the ZooKeeper lock both servers are
+configured with (``spark.hoodie.write.lock.*``, :mod:`hudi_connect.table.concurrency`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hudi_connect_stack.endpoints import MinioEndpoint, ZooKeeperEndpoint
+from hudi_connect_stack.process import RunningService
+from hudi_connect_stack.spark_connect import start_spark_connect
+from hudi_connect_stack.zookeeper import lock_confs
+from pyspark.sql import SparkSession
+
+from hudi_connect import HudiTable, connect
+from hudi_connect.core.errors import HudiConnectError, WriteConflictError, WriteFailedError
+from hudi_connect.core.format.timeline import Instant
+
+SCHEMA = "id int, v string, ts int, part string"
+ROUNDS = 6
+BATCH = 10
+
+Row = tuple[int, str, int, str]
+
+
+def rows_of(writer: int, round_: int) -> list[Row]:
+    """Writer ``writer``'s rows of round ``round_``: keys of its own, in both partitions."""
+    keys = [writer * 1000 + round_ * BATCH + i for i in range(BATCH)]
+    return [(key, f"w{writer}r{round_}", round_, f"p{key % 2}") for key in keys]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One write and what it returned: its commit, or the error it raised."""
+
+    writer: int
+    round: int
+    rows: tuple[Row, ...]
+    instant: Instant | None
+    error: BaseException | None
+
+
+def write_rounds(url: str, path: str, writer: int, start: threading.Barrier, attempts: list[Attempt],
+                 options: dict[str, str]) -> None:
+    """One user: a session of its own, ``ROUNDS`` upserts of its own keys, each outcome recorded."""
+    spark = connect(url)
+    try:
+        table = HudiTable.open(spark, path, options=options)
+        start.wait()
+        for round_ in range(ROUNDS):
+            rows = rows_of(writer, round_)
+            try:
+                instant: Instant | None = table.upsert(spark.createDataFrame(rows, SCHEMA))
+                error: BaseException | None = None
+            except Exception as failed:  # recorded: the test asserts what kind it is
+                instant, error = None, failed
+            attempts.append(Attempt(writer, round_, tuple(rows), instant, error))
+    finally:
+        spark.stop()
+
+
+def run_writers(urls: list[str], path: str, writers: int, options: dict[str, str] | None = None) -> list[Attempt]:
+    attempts: list[Attempt] = []
+    start = threading.Barrier(writers)
+    threads = [threading.Thread(target=write_rounds,
+                                args=(urls[w % len(urls)], path, w, start, attempts, options or {}))
+               for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(attempts) == writers * ROUNDS, "a writer thread died before recording its writes"
+    return attempts
+
+
+def tally(attempts: list[Attempt]) -> str:
+    returned = sum(a.instant is not None for a in attempts)
+    conflicts = sum(isinstance(a.error, WriteConflictError) for a in attempts)
+    return f"{returned} returned a commit, {len(attempts) - returned} failed ({conflicts} as conflicts)"
+
+
+def check_against_model(spark: SparkSession, plain_spark: SparkSession, path: str, attempts: list[Attempt]) -> None:
+    committed = [a for a in attempts if a.instant is not None]
+    failed = [a for a in attempts if a.instant is None]
+    raw = [repr(a.error) for a in failed if not isinstance(a.error, HudiConnectError)]
+    assert not raw, f"writes failed with errors outside the library's hierarchy: {raw}"
+    unnamed = [repr(a.error) for a in failed if not isinstance(a.error, WriteFailedError)]
+    assert not unnamed, f"failed writes not named as WriteFailedError: {unnamed}"
+    assert committed, f"no write returned a commit ({tally(attempts)}): nothing was checked"
+    expected = sorted(row for a in committed for row in a.rows)
+
+    ours = HudiTable.open(plain_spark, path)
+    hudis = HudiTable.open(spark, path)
+    for name, frame in (("ours", ours.snapshot()), ("Hudi's", hudis.hudi.snapshot())):
+        got = sorted(tuple(r) for r in frame.select("id", "v", "ts", "part").collect())
+        lost = sorted({r[1] for r in expected} - {r[1] for r in got})
+        assert got == expected, (f"{name} snapshot differs from the model ({tally(attempts)}); rounds of returned "
+                                 f"commits missing: {lost}")
+
+    failed_keys = {row[0] for a in failed for row in a.rows}
+    for attempt in committed:
+        assert attempt.instant is not None
+        seen = {r.id for r in ours.as_of(attempt.instant).select("id").collect()}
+        assert {row[0] for row in attempt.rows} <= seen, \
+            f"time travel to {attempt.instant.requested_time} misses writer {attempt.writer}'s round {attempt.round}"
+        assert not seen & failed_keys, f"time travel to {attempt.instant.requested_time} shows a failed write's rows"
+
+    changes = ours.changes("earliest", format="typed").collect()
+    assert all(c.op == "i" for c in changes), "disjoint keys written once: only inserts"
+    inserted = sorted((c.after.id, c.after.v, c.after.ts, c.after.part) for c in changes)
+    assert inserted == expected, "the change query's inserts differ from the model"
+
+    conflicts = [a.error for a in failed if isinstance(a.error, WriteConflictError)]
+    for conflict in conflicts:
+        assert conflict.conflicting_instant, f"a conflict names no instant: {conflict}"
+
+
+@pytest.fixture(scope="module")
+def locked_servers(tmp_path_factory: pytest.TempPathFactory, zookeeper_endpoint: ZooKeeperEndpoint,
+                   minio_endpoint: MinioEndpoint) -> Iterator[list[str]]:
+    """Two Hudi servers (two Spark applications on one storage) that hold the ZooKeeper lock."""
+    services: list[RunningService] = []
+    try:
+        for name in ("a", "b"):
+            run_dir = Path(tmp_path_factory.mktemp(f"locked-server-{name}"))
+            services.append(start_spark_connect(run_dir, "hudi", minio=minio_endpoint,
+                                                extra_confs=lock_confs(zookeeper_endpoint), jit="quick"))
+        yield [service.endpoint.url for service in services]  # type: ignore[union-attr]
+    finally:
+        for service in services:
+            service.stop()
+
+
+def make_table(spark: SparkSession, path: str, table_type: str, options: dict[str, str] | None = None) -> None:
+    HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                     table_type=table_type, options=options)
+
+
+CELLS = [
+    pytest.param("COPY_ON_WRITE", 2, "local", id="cow-2-writers-local"),
+    pytest.param("MERGE_ON_READ", 2, "minio", id="mor-2-writers-minio"),
+    pytest.param("COPY_ON_WRITE", 4, "minio", id="cow-4-writers-minio", marks=pytest.mark.full),
+    pytest.param("MERGE_ON_READ", 4, "local", id="mor-4-writers-local", marks=pytest.mark.full),
+    pytest.param("COPY_ON_WRITE", 8, "local", id="cow-8-writers-local", marks=pytest.mark.full),
+    pytest.param("MERGE_ON_READ", 8, "minio", id="mor-8-writers-minio", marks=pytest.mark.full),
+]
+
+
+def base_path(storage: str, local_base_path: str, s3a_base_path: str) -> str:
+    return local_base_path if storage == "local" else s3a_base_path
+
+
+@pytest.mark.parametrize(("table_type", "writers", "storage"), CELLS)
+def test_writers_in_one_server_lose_no_committed_write(
+    spark: SparkSession, plain_spark: SparkSession, hudi_server_url: str, local_base_path: str, s3a_base_path: str,
+    table_type: str, writers: int, storage: str,
+) -> None:
+    path = base_path(storage, local_base_path, s3a_base_path)
+    make_table(spark, path, table_type)
+    attempts = run_writers([hudi_server_url], path, writers)
+    print(f"one server, {writers} writers, {table_type}, {storage}: {tally(attempts)}")
+    check_against_model(spark, plain_spark, path, attempts)
+
+
+BUCKET_INDEX = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
+
+
+@pytest.mark.parametrize("writers", [pytest.param(2, id="2-writers"), pytest.param(4, id="4-writers",
+                                                                                   marks=pytest.mark.full)])
+def test_writers_of_a_mor_table_with_a_bucket_index_do_not_conflict(
+    spark: SparkSession, plain_spark: SparkSession, hudi_server_url: str, local_base_path: str, writers: int,
+) -> None:
+    """Non-blocking concurrency control (Hudi 1.2, MOR with a simple bucket index): writers append to the same
+    file groups' logs, and every write commits."""
+    make_table(spark, local_base_path, "MERGE_ON_READ", BUCKET_INDEX)
+    attempts = run_writers([hudi_server_url], local_base_path, writers, BUCKET_INDEX)
+    print(f"one server, {writers} writers, MOR with a bucket index: {tally(attempts)}")
+    assert all(a.instant is not None for a in attempts), f"a write failed: {[a.error for a in attempts if a.error]}"
+    check_against_model(spark, plain_spark, local_base_path, attempts)
+
+
+@pytest.mark.parametrize(("table_type", "writers", "storage"), [
+    pytest.param("MERGE_ON_READ", 2, "local", id="mor-2-writers-local"),
+    pytest.param("COPY_ON_WRITE", 4, "minio", id="cow-4-writers-minio"),
+    pytest.param("MERGE_ON_READ", 4, "minio", id="mor-4-writers-minio", marks=pytest.mark.full),
+    pytest.param("COPY_ON_WRITE", 8, "local", id="cow-8-writers-local", marks=pytest.mark.full),
+])
+def test_writers_on_two_servers_lose_no_committed_write(
+    locked_servers: list[str], plain_spark: SparkSession, local_base_path: str, s3a_base_path: str,
+    table_type: str, writers: int, storage: str,
+) -> None:
+    path = base_path(storage, local_base_path, s3a_base_path)
+    spark = connect(locked_servers[0])
+    try:
+        make_table(spark, path, table_type)
+        attempts = run_writers(locked_servers, path, writers)
+        print(f"two servers, {writers} writers, {table_type}, {storage}: {tally(attempts)}")
+        check_against_model(spark, plain_spark, path, attempts)
+    finally:
+        spark.stop()

@@ -1,0 +1,92 @@
+"""The concurrency control a write runs with (:mod:`hudi_connect.table.concurrency`), without a server."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hudi_connect.table.concurrency import (
+    CONCURRENCY_MODE_KEY,
+    FAILED_WRITES_POLICY_KEY,
+    IN_PROCESS_LOCK,
+    LOCK_PROVIDER_KEY,
+    ZOOKEEPER_LOCK,
+    concurrency_options,
+    instants_named_in,
+    is_lock_timeout,
+    is_write_conflict,
+    server_lock_options,
+    supports_non_blocking,
+)
+
+ZOOKEEPER_SERVER = {
+    "spark.hoodie.write.lock.provider": ZOOKEEPER_LOCK,
+    "spark.hoodie.write.lock.zookeeper.url": "zk.internal",
+    "spark.hoodie.write.lock.zookeeper.port": "2181",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.hoodie.write.lockless": "not a lock setting",
+}
+
+lock_keys = st.sampled_from([LOCK_PROVIDER_KEY, "hoodie.write.lock.zookeeper.url", "hoodie.write.lock.wait_time_ms",
+                             FAILED_WRITES_POLICY_KEY, "hoodie.table.name"])
+user_options = st.dictionaries(lock_keys, st.text(min_size=1, max_size=8))
+server_locks = st.sampled_from([{}, server_lock_options(ZOOKEEPER_SERVER)])
+
+
+def test_a_server_declares_its_lock_under_spark_hoodie_write_lock() -> None:
+    assert server_lock_options(ZOOKEEPER_SERVER) == {
+        LOCK_PROVIDER_KEY: ZOOKEEPER_LOCK,
+        "hoodie.write.lock.zookeeper.url": "zk.internal",
+        "hoodie.write.lock.zookeeper.port": "2181",
+    }
+
+
+@given(server_lock=server_locks, chosen=user_options)
+def test_writes_are_multi_writer_by_default_with_the_users_then_the_servers_then_the_in_process_lock(
+    server_lock: dict[str, str], chosen: dict[str, str]
+) -> None:
+    applied = concurrency_options(single_writer=False, server_lock=server_lock, chosen=chosen) | chosen
+    assert applied[CONCURRENCY_MODE_KEY] == "OPTIMISTIC_CONCURRENCY_CONTROL"
+    expected_lock = chosen.get(LOCK_PROVIDER_KEY) or server_lock.get(LOCK_PROVIDER_KEY) or IN_PROCESS_LOCK
+    assert applied[LOCK_PROVIDER_KEY] == expected_lock
+    assert applied[FAILED_WRITES_POLICY_KEY] == chosen.get(FAILED_WRITES_POLICY_KEY, "LAZY")
+    if LOCK_PROVIDER_KEY not in server_lock:  # nothing of a lock the server did not declare
+        assert "hoodie.write.lock.zookeeper.port" not in applied
+
+
+@given(server_lock=server_locks, chosen=user_options)
+def test_single_writer_is_hudis_default_and_takes_no_lock(server_lock: dict[str, str], chosen: dict[str, str]) -> None:
+    options = concurrency_options(single_writer=True, server_lock=server_lock, chosen=chosen)
+    assert options == {CONCURRENCY_MODE_KEY: "SINGLE_WRITER", FAILED_WRITES_POLICY_KEY: "EAGER"}
+
+
+def test_a_user_naming_single_writer_by_hudis_key_gets_nothing_added() -> None:
+    chosen = {CONCURRENCY_MODE_KEY: "single_writer"}
+    assert concurrency_options(single_writer=False, server_lock={}, chosen=chosen) == {}
+
+
+def test_hudis_conflict_and_lock_errors_are_recognised() -> None:
+    conflict = ("org.apache.hudi.exception.HoodieWriteConflictException: java.util.ConcurrentModificationException: "
+                "Cannot resolve conflicts for overlapping writes between first operation = {actionType=commit, "
+                "instantTime=20261128211500123, actionState=INFLIGHT'}, second operation = {actionType=commit, "
+                "instantTime=20261128211459876, actionState=COMPLETED'}")
+    assert is_write_conflict(conflict)
+    assert instants_named_in(conflict) == ("20261128211500123", "20261128211459876")
+    assert is_write_conflict("HoodieEarlyConflictDetectionException: Early conflict detected")
+    assert not is_write_conflict("HoodieUpsertException: Failed to upsert for commit time 20261128211500123")
+    assert is_lock_timeout("org.apache.hudi.exception.HoodieLockException: Unable to acquire lock, lock object null")
+    assert not is_lock_timeout(conflict)
+
+
+@given(merge_on_read=st.booleans(), version=st.sampled_from([6, 8, 9]),
+       index=st.sampled_from(["", "BUCKET", "bucket", "SIMPLE", "RECORD_INDEX"]),
+       engine=st.sampled_from([None, "SIMPLE", "CONSISTENT_HASHING"]))
+def test_non_blocking_concurrency_control_only_where_hudi_supports_it(
+    merge_on_read: bool, version: int, index: str, engine: str | None
+) -> None:
+    settings = {"hoodie.index.type": index} | ({"hoodie.index.bucket.engine": engine} if engine else {})
+    expected = merge_on_read and version >= 8 and index.upper() == "BUCKET" and engine in (None, "SIMPLE")
+    assert supports_non_blocking(merge_on_read=merge_on_read, table_version=version, settings=settings) is expected
+    mode = concurrency_options(single_writer=False, server_lock={}, chosen={}, non_blocking=expected)
+    assert mode[CONCURRENCY_MODE_KEY] == ("NON_BLOCKING_CONCURRENCY_CONTROL" if expected
+                                          else "OPTIMISTIC_CONCURRENCY_CONTROL")
