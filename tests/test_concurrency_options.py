@@ -13,6 +13,7 @@ from hudi_connect.table.concurrency import (
     ZOOKEEPER_LOCK,
     concurrency_options,
     instants_named_in,
+    is_held_by_another_writer,
     is_lock_timeout,
     is_write_conflict,
     server_lock_options,
@@ -76,6 +77,10 @@ def test_hudis_conflict_and_lock_errors_are_recognised() -> None:
     assert not is_write_conflict("HoodieUpsertException: Failed to upsert for commit time 20261128211500123")
     assert is_lock_timeout("org.apache.hudi.exception.HoodieLockException: Unable to acquire lock, lock object null")
     assert not is_lock_timeout(conflict)
+    assert is_held_by_another_writer("HoodieLockException: Cannot execute instant 20261128213521606 due to heartbeat "
+                                     "by concurrent writer/job")
+    assert is_held_by_another_writer("HoodieLockException: Unable to acquire lock, lock object null")
+    assert not is_held_by_another_writer(conflict)
 
 
 @given(merge_on_read=st.booleans(), version=st.sampled_from([6, 8, 9]),
@@ -90,3 +95,13 @@ def test_non_blocking_concurrency_control_only_where_hudi_supports_it(
     mode = concurrency_options(single_writer=False, server_lock={}, chosen={}, non_blocking=expected)
     assert mode[CONCURRENCY_MODE_KEY] == ("NON_BLOCKING_CONCURRENCY_CONTROL" if expected
                                           else "OPTIMISTIC_CONCURRENCY_CONTROL")
+
+
+def test_the_harness_zookeeper_lock_is_what_the_library_takes_from_the_server() -> None:
+    from hudi_connect_stack.endpoints import ZooKeeperEndpoint
+    from hudi_connect_stack.zookeeper import lock_confs
+
+    lock = server_lock_options(lock_confs(ZooKeeperEndpoint("127.0.0.1", 34963)))
+    applied = concurrency_options(single_writer=False, server_lock=lock, chosen={})
+    assert applied[LOCK_PROVIDER_KEY] == ZOOKEEPER_LOCK
+    assert applied["hoodie.write.lock.zookeeper.url"] == "127.0.0.1:34963"  # Curator's connect string

@@ -17,6 +17,7 @@ from hudi_connect_stack.endpoints import (
     MinioEndpoint,
     PostgresEndpoint,
     SparkConnectEndpoint,
+    ZooKeeperEndpoint,
 )
 from hudi_connect_stack.engine import podman_command
 from hudi_connect_stack.standalone import StackEndpoints, env_of, render_env_file
@@ -90,6 +91,7 @@ STACK = StackEndpoints(
     hudi_storages=SparkConnectEndpoint("127.0.0.1", 15004, "tok-en_3", "hudi-storages"),
     hive_metastore=HiveMetastoreEndpoint("thrift://127.0.0.1:9083", "file:///tmp/run/hive-warehouse"),
     plain_metastore=SparkConnectEndpoint("127.0.0.1", 15005, "tok-en_4", "plain-metastore"),
+    zookeeper=ZooKeeperEndpoint("127.0.0.1", 2181),
 )
 
 
@@ -108,6 +110,7 @@ def test_the_env_file_reads_back_in_a_shell_as_the_endpoints(tmp_path: Path) -> 
     assert env["HIVE_METASTORE_URIS"] == "thrift://127.0.0.1:9083"
     assert env["HUDI_CONNECT_PLAIN_METASTORE_SPARK_URL"].startswith("sc://127.0.0.1:15005/")
     assert "HUDI_CONNECT_METASTORE_SPARK_URL" not in env
+    assert env["HUDI_CONNECT_ZOOKEEPER"] == "127.0.0.1:2181"
     env_file = tmp_path / "stack.env"
     env_file.write_text(render_env_file(env))
     shown = subprocess.run(["bash", "-c", f"set -a; . {env_file}; env -0"], capture_output=True, text=True,

@@ -287,3 +287,46 @@ def test_blob_and_ordinary_columns_are_read() -> None:
         {"name": "data", "type": ["null", "bytes"], "default": None}]}
     decimal = {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}
     check_column_types(_record({"name": "b", "type": blob}, {"name": "d", "type": decimal}))
+
+
+# --- hoodie.properties met while Hudi rewrites it ---------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hudi_connect.core.format.table_config import (  # noqa: E402
+    CHECKSUM_KEY,
+    properties_are_whole,
+    properties_checksum,
+)
+
+WHOLE = {"hoodie.table.name": "trips", "hoodie.database.name": "lake", "hoodie.table.version": "8",
+         "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.recordkey.fields": "id",
+         CHECKSUM_KEY: str(properties_checksum({"hoodie.table.name": "trips", "hoodie.database.name": "lake"}))}
+
+
+def test_hudis_checksum_is_crc32_of_database_and_table_name() -> None:
+    assert properties_checksum({"hoodie.table.name": "v9_txns_cow_simple_meta", "hoodie.database.name": "default"}) \
+        == 2985977913  # a table Hudi 1.1 wrote (the hudi-rs fixture cow_v9_txns_simple_meta)
+
+
+@given(order=st.permutations(sorted(WHOLE)), cut=st.integers(0, 400))
+def test_a_file_cut_short_is_whole_only_if_it_keeps_what_names_the_table(order: list[str], cut: int) -> None:
+    text = "#Updated at 2026-11-28T21:00:00Z\n" + "".join(f"{key}={WHOLE[key]}\n" for key in order)
+    read = parse_java_properties(text[:cut])
+    essential = {"hoodie.table.name", "hoodie.database.name", "hoodie.table.version", "hoodie.table.type",
+                 CHECKSUM_KEY}
+    keeps_them = text[:cut].endswith("\n") and all(read.get(key) == WHOLE[key] for key in essential)
+    assert properties_are_whole(text[:cut]) is keeps_them
+
+
+def test_an_empty_file_or_another_tables_checksum_is_not_whole_and_a_table_before_checksums_is() -> None:
+    def text(properties: dict[str, str]) -> str:
+        return "".join(f"{key}={value}\n" for key, value in properties.items())
+
+    assert properties_are_whole(text(WHOLE))
+    assert not properties_are_whole("")
+    assert not properties_are_whole(text(WHOLE | {"hoodie.table.name": "other"}))
+    old = {k: v for k, v in WHOLE.items() if k != CHECKSUM_KEY}
+    assert not properties_are_whole(text(old))  # version 8 always carries one
+    assert properties_are_whole(text(old | {"hoodie.table.version": "2"}))  # refused later, by its version

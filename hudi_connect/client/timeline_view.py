@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -45,7 +46,13 @@ from hudi_connect.core.format.fs_view import StoredFile
 from hudi_connect.core.format.history import HistoryEntry, history_entries
 from hudi_connect.core.format.history_bounds import CleanedBound, cleaned_bound, earliest_commit_to_retain, latest_clean
 from hudi_connect.core.format.internal_schema import HISTORY_DIR, SchemaVersion, latest_history_file, schema_history
-from hudi_connect.core.format.table_config import TableProperties, parse_java_properties
+from hudi_connect.core.format.table_config import (
+    PROPERTIES_BACKUP_FILE,
+    PROPERTIES_FILE,
+    TableProperties,
+    parse_java_properties,
+    properties_are_whole,
+)
 from hudi_connect.core.format.timeline import (
     Action,
     Instant,
@@ -61,9 +68,7 @@ def load_properties(spark: SparkSession, path: str) -> TableProperties:
     """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
     location = location_of(path)  # a storage the workers have no client for is refused before any job runs
     base = path.rstrip("/")
-    # by binaryFile, not an executor task (fewer requests to an object store): a session's first call must be
-    # one pyspark retries, and shipping our code to the executors (addArtifacts) is not
-    found = remote_files.read_file_where(spark, _properties_path(base))
+    found = _whole_properties_file(spark, base)
     if found is None:
         if not remote_files.path_exists(spark, base):
             raise TableNotFoundError(f"no table at {path}: the path does not exist")
@@ -77,8 +82,33 @@ def load_properties(spark: SparkSession, path: str) -> TableProperties:
     return _parsed_properties(content.decode("utf-8", errors="replace"), base)
 
 
-def _properties_path(base: str) -> str:
-    return f"{base}/.hoodie/hoodie.properties"
+def _properties_path(base: str, file: str = PROPERTIES_FILE) -> str:
+    return f"{base}/.hoodie/{file}"
+
+
+PROPERTIES_READS = 5  # Hudi's own reader tries as often (HoodieTableConfig.MAX_READ_RETRIES)
+PROPERTIES_RETRY_SECONDS = 0.2
+
+
+def _whole_properties_file(spark: SparkSession, base: str) -> tuple[str, bytes] | None:
+    """``hoodie.properties`` (its qualified URI and content), or its backup while a writer rewrites it, as Hudi's
+    reader takes them: a read that is not whole (:func:`properties_are_whole`) tries the backup, then both again
+    a moment later. None when neither exists; a file never whole is refused by name."""
+    met_one = False
+    for attempt in range(PROPERTIES_READS):
+        for file in (PROPERTIES_FILE, PROPERTIES_BACKUP_FILE):
+            # by binaryFile, not an executor task (fewer requests to an object store): a session's first call
+            # must be one pyspark retries, and shipping our code to the executors (addArtifacts) is not
+            found = remote_files.read_file_where(spark, _properties_path(base, file))
+            if found is None:
+                continue
+            met_one = True
+            if properties_are_whole(found[1].decode("utf-8", errors="replace")):
+                return found
+        if not met_one:
+            return None
+        time.sleep(PROPERTIES_RETRY_SECONDS * (attempt + 1))
+    raise ConcurrentTableChangeError(_properties_path(base), None, rewritten=True)
 
 
 def _parsed_properties(text: str, base: str) -> TableProperties:
@@ -312,7 +342,8 @@ class TimelineView:
         the table's files if a :func:`~hudi_connect.client.remote_files.data_files_op` listed them in the same
         task (then :attr:`cached_files`). A changed ``hoodie.properties`` starts the table's state anew (a
         table upgraded or recreated here)."""
-        if not properties.ok:
+        if not properties.ok or not properties_are_whole(properties.text):
+            # gone, or met while a writer rewrote it: read as Hudi does (its backup), and list again
             _SESSION_TABLES.drop(self._spark, self._base_path)
             self._state = _TableState(load_properties(self._spark, self._base_path))  # says what is there now
             return self.timeline(with_metadata=bool(listed.contents))

@@ -113,9 +113,14 @@ class ConcurrentTableChangeError(HudiConnectError):
     """
 
     def __init__(self, path: str, planned_at: str | None, *, listing_removals: Sequence[str] = (),
-                 removed_since: Sequence[str] = ()) -> None:
+                 removed_since: Sequence[str] = (), rewritten: bool = False) -> None:
         self.path = path
         self.planned_at = planned_at
+        if rewritten:  # hoodie.properties, which Hudi rewrites in place (its backup beside it meanwhile)
+            super().__init__(
+                f"{path} and its backup were never whole (their checksum missing or wrong) in several reads: a "
+                "writer was rewriting them all along, or the file is damaged. Nothing was answered; read again")
+            return
         if removed_since:  # executors list a large read's files only when it runs: a removal since may hide some
             super().__init__(
                 f"{path}: {', '.join(removed_since)} came after the read was planned at instant {planned_at}, and "

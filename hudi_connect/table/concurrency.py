@@ -83,10 +83,11 @@ def is_write_conflict(error_text: str) -> bool:
     return any(marker in error_text for marker in _CONFLICT_ERRORS)
 
 
-def is_service_held_by_another_writer(error_text: str) -> bool:
-    """Whether Hudi refused to run a table service after a commit because another writer runs that instant
-    (a live heartbeat on it): the service is that writer's, and the commit stands."""
-    return "due to heartbeat by concurrent writer" in error_text
+def is_held_by_another_writer(error_text: str) -> bool:
+    """Whether a step failed because another writer holds the table: it runs that table service's instant (a
+    live heartbeat on it), or it held the lock past the wait. After a commit, the commit stands and the service
+    runs again after a later one."""
+    return "due to heartbeat by concurrent writer" in error_text or is_lock_timeout(error_text)
 
 
 def is_lock_timeout(error_text: str) -> bool:

@@ -581,12 +581,13 @@ class HudiTable:
 
     def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError | None:
         """The error for a write the server refused, saying what the timeline shows of it; None when the write
-        committed and what failed after it was a table service another writer is running (its heartbeat live)."""
+        committed and what failed after it was a table service that another writer holds (its heartbeat live, or
+        the table's lock held past the wait)."""
         cause = _first_line(error)
         outcome = self.outcome_of(write_id)
         if outcome.state is WriteState.COMMITTED and outcome.instant is not None:
             committed = f"{what} committed as {outcome.instant.action.value} {outcome.instant.requested_time}"
-            if concurrency.is_service_held_by_another_writer(str(error)):  # the commit stands
+            if concurrency.is_held_by_another_writer(str(error)):  # the commit stands
                 self._report(f"{committed}; a table service after it was left to the writer running it: {cause}")
                 return None
             return WriteFailedError(f"{committed}, but a step after the commit failed: {cause}")

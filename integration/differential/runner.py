@@ -15,9 +15,11 @@ import itertools
 import json
 import os
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -32,14 +34,17 @@ from pyspark.sql import functions as F
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.cdc.query import JSON_OPTIONS
+from hudi_connect.client.server import reconnector
 from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError, WriteFailedError
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.table_features import string_partition_columns
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
+from hudi_connect.table.concurrency import concurrency_options, is_write_conflict, supports_non_blocking
 from hudi_connect.table.hudi_table import HudiTable
 from integration.differential.scenario import (
     MS_2024,
+    Concurrent,
     Recipe,
     Record,
     Request,
@@ -75,9 +80,11 @@ class Outcome:
     compared: Counter[str] = field(default_factory=Counter)  # "equal", "refused: <class>", "no oracle: ..."
     differences: list[str] = field(default_factory=list)
     release_differences: list[str] = field(default_factory=list)  # an earlier release's answer unlike 1.2's
+    concurrent: Counter[str] = field(default_factory=Counter)  # what concurrent writes ended in
 
     def add(self, other: Outcome) -> None:
         self.compared.update(other.compared)
+        self.concurrent.update(other.concurrent)
         self.differences += other.differences
         self.release_differences += other.release_differences
 
@@ -143,8 +150,43 @@ def _row(record: Record, deleted: bool) -> tuple[Any, ...]:
             "ew"[record.key % 2], MS_2024 + record.t * 60_000, deleted)
 
 
-def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Service) -> None:
-    """One step of the history, through Hudi (its datasource, or its procedures for services)."""
+def multi_writer_options(shape: Shape) -> dict[str, str]:
+    """Hudi's multi-writer options as ``HudiTable``'s writes take them on one server (the in-process lock)."""
+    non_blocking = supports_non_blocking(merge_on_read=shape.is_mor, table_version=shape.version,
+                                         settings={"hoodie.index.type": shape.index})
+    return concurrency_options(single_writer=False, server_lock={}, chosen={}, non_blocking=non_blocking)
+
+
+def write_concurrently(spark: SparkSession, shape: Shape, path: str, step: Concurrent) -> list[str]:
+    """Each write of ``step`` by a session of its own on ``spark``'s server, at once; what each ended in
+    ('committed', or 'conflict'). Any other failure is Hudi's (HudiWriteFailed)."""
+    connect_again = reconnector(spark)
+    assert connect_again is not None, "the tester's sessions come from hudi_connect.connect"
+    sessions = [connect_again() for _ in step.writes]
+    start = threading.Barrier(len(step.writes))
+
+    def write(session: SparkSession, one: Write) -> str:
+        start.wait()
+        try:
+            write_step(session, shape, path, one, multi_writer_options(shape))
+        except HudiWriteFailed as failed:
+            if is_write_conflict(str(failed.__cause__)):
+                return "conflict"
+            raise
+        return "committed"
+
+    try:
+        with ThreadPoolExecutor(len(step.writes)) as pool:
+            return list(pool.map(write, sessions, step.writes))
+    finally:
+        for session in sessions:
+            session.stop()
+
+
+def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Service,
+               concurrency: dict[str, str] | None = None) -> None:
+    """One step of the history, through Hudi (its datasource, or its procedures for services); ``concurrency``:
+    Hudi's multi-writer options (single writer, Hudi's default, without)."""
     try:
         if isinstance(step, Service):
             table = HudiTable.open(spark, path)
@@ -158,7 +200,8 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
             return
         operation = {"soft_delete": "upsert"}.get(step.operation, step.operation)
         rows = [_row(r, step.operation == "soft_delete") for r in step.records]
-        spark.createDataFrame(rows, schema(shape)).write.format("hudi").options(**writer_options(shape)) \
+        spark.createDataFrame(rows, schema(shape)).write.format("hudi") \
+            .options(**writer_options(shape) | (concurrency or {})) \
             .option("hoodie.datasource.write.operation", operation).mode("append").save(path)
     except (SparkConnectException, PySparkException, WriteFailedError) as error:  # Hudi's write or table service
         raise HudiWriteFailed(f"{step}: {str(error).splitlines()[0][:300]}") from error
@@ -475,11 +518,15 @@ def run_scenario(spark: SparkSession, plain: SparkSession, path: str, scenario: 
     duplicated = False  # an `insert` (no index lookup) wrote a key the table held: it may hold it twice
     looked_up = scenario.shape.cdc in ("OP_KEY_ONLY", "DATA_BEFORE")  # Hudi finds change images by key
     for number, (step, requests) in enumerate(zip(scenario.steps, scenario.requests, strict=True), start=1):
-        write_step(spark, scenario.shape, path, step)
-        if isinstance(step, Write) and not step.fails:
-            keys = {r.key for r in step.records}
-            duplicated = duplicated or (step.operation == "insert" and bool(keys & written))
-            written |= keys
+        if isinstance(step, Concurrent):
+            outcome.concurrent.update(write_concurrently(spark, scenario.shape, path, step))
+        else:
+            write_step(spark, scenario.shape, path, step)
+        for write in (step.writes if isinstance(step, Concurrent) else (step,)):
+            if isinstance(write, Write) and not write.fails:  # a write a conflict aborted counts too: harmless
+                keys = {r.key for r in write.records}
+                duplicated = duplicated or (write.operation == "insert" and bool(keys & written))
+                written |= keys
         commits = list(TableReader(plain, path).view.timeline().write_commits())
         tables = {release: HudiTable.open(server, path) for release, server in (oracles or {"1.2": spark}).items()}
         for request in requests:

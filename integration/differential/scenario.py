@@ -83,7 +83,16 @@ class Service:
     kind: Literal["compact", "clean", "cluster"]
 
 
-Step = Write | Service
+@dataclass(frozen=True)
+class Concurrent:
+    """Writes by writers of their own (sessions of one server) at once, in Hudi's multi-writer mode as
+    ``HudiTable`` writes (optimistic concurrency control, non-blocking on MOR with a bucket index): any of them
+    may be aborted by a conflict; the table's history is what committed."""
+
+    writes: tuple[Write, ...]
+
+
+Step = Write | Service | Concurrent
 Recipe = tuple[Any, ...]  # a predicate as a user writes it (see predicates())
 
 
@@ -167,10 +176,16 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     steps: list[Step] = [first]
     for _ in range(draw(st.integers(1, max_steps - 1))):
         kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster",
-                 *(["compact"] if shape.is_mor else []), *(["delete_partition"] if shape.partition_columns else [])]
+                 "concurrent", *(["compact"] if shape.is_mor else []),
+                 *(["delete_partition"] if shape.partition_columns else [])]
         kind = draw(st.sampled_from(kinds))
         if kind in ("clean", "cluster", "compact"):
             steps.append(Service(kind))
+        elif kind == "concurrent":  # two writers' upserts, inserts or deletes meeting in the table
+            writes = tuple(Write(draw(st.sampled_from(["upsert", "upsert", "insert", "delete"])),
+                                 records(sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=1,
+                                                                  max_size=4)))))) for _ in range(2))
+            steps.append(Concurrent(writes))
         else:
             keys = sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=1, max_size=4))))
             fails = draw(st.integers(0, 7)) == 0  # Hudi's next write, if one follows, rolls it back

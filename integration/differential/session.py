@@ -40,6 +40,8 @@ class Tally:
                  f"({len(self.seeds)}), scenarios run {self.scenarios}, "
                  f"requests compared {sum(self.outcome.compared.values())}", "", "| outcome | requests |", "|---|---|"]
         lines += [f"| {kind} | {n} |" for kind, n in self.outcome.compared.most_common()]
+        concurrent = ", ".join(f"{n} {kind}" for kind, n in self.outcome.concurrent.most_common()) or "none"
+        lines += ["", f"Concurrent writes (two writers at once, multi-writer mode): {concurrent}"]
         lines += ["", f"Hudi write failures (scenarios discarded): {sum(self.hudi_write_failures.values())}"]
         lines += [f"- {n} x {kind}" for kind, n in self.hudi_write_failures.most_common(10)]
         examples = self.outcome.release_differences

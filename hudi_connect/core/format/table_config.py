@@ -9,6 +9,7 @@ through :class:`TableProperties` rather than raw keys.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -98,6 +99,35 @@ def _unescape(value: str) -> str:
         out.append(char)
         i += 1
     return "".join(out)
+
+
+PROPERTIES_FILE = "hoodie.properties"
+# Hudi rewrites hoodie.properties in place: it copies it here, deletes it, writes the new one, then deletes this
+PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
+CHECKSUM_KEY = "hoodie.table.checksum"
+
+
+def properties_checksum(properties: Mapping[str, str]) -> int:
+    """Hudi's ``hoodie.table.checksum``: CRC32 of ``<database>.<table name>`` (``HoodieTableConfig``)."""
+    name = f"{properties.get('hoodie.database.name', '')}.{properties.get('hoodie.table.name', '')}"
+    return zlib.crc32(name.encode("utf-8"))
+
+
+def properties_are_whole(text: str) -> bool:
+    """Whether a read of ``hoodie.properties`` is the whole file, not one met while Hudi rewrote it (empty or
+    half-written): it ends a line (Java's ``Properties.store`` ends each), names the table, its version and type,
+    and its checksum is there and holds, as in every table version since 4 (Hudi checks it too). A table older
+    than that carries none and is refused by its version."""
+    if not text.endswith("\n"):
+        return False
+    properties = parse_java_properties(text)
+    if not {"hoodie.table.name", "hoodie.table.version", "hoodie.table.type"} <= properties.keys():
+        return False  # what every table's file names (an empty one, met between Hudi's delete and write, does not)
+    checksum = properties.get(CHECKSUM_KEY)
+    if checksum is None:
+        version = properties.get("hoodie.table.version", "")
+        return version.isdigit() and 0 < int(version) < 4
+    return checksum.strip() == str(properties_checksum(properties))
 
 
 def _fields(value: str | None) -> tuple[str, ...]:

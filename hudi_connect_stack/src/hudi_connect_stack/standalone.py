@@ -27,17 +27,20 @@ from hudi_connect_stack.endpoints import (
     SparkConnectEndpoint,
     SparkFlavor,
     StorageEndpoints,
+    ZooKeeperEndpoint,
 )
 from hudi_connect_stack.engine import stop_started_engine, use_started_engine
 from hudi_connect_stack.provision import provision
 from hudi_connect_stack.shared import SharedServices
+from hudi_connect_stack.zookeeper import start_zookeeper
 
 # hudi and plain: the two Spark Connect servers; gcs, azurite and hdfs: the storage servers beside MinIO;
 # hudi-storages and plain-storages: Connect servers that also reach those three (and start them)
 # hive-metastore: the Hive Metastore (on the stack's PostgreSQL); hudi-metastore and plain-metastore: Connect
 # servers keeping their catalog there (and starting it)
+# zookeeper: the lock writers on several servers share (a local JVM on either backend)
 SERVICES = ("minio", "kafka", "postgres", "hudi", "plain", "gcs", "azurite", "hdfs", "hudi-storages",
-            "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore")
+            "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore", "zookeeper")
 DEFAULT_SERVICES = ("minio", "kafka", "postgres", "hudi", "plain")
 STORAGES = ("gcs", "azurite", "hdfs")
 STORAGE_SERVERS: tuple[SparkFlavor, ...] = ("hudi-storages", "plain-storages")
@@ -70,6 +73,7 @@ class StackEndpoints:
     hive_metastore: HiveMetastoreEndpoint | None = None
     hudi_metastore: SparkConnectEndpoint | None = None
     plain_metastore: SparkConnectEndpoint | None = None
+    zookeeper: ZooKeeperEndpoint | None = None
 
 
 def env_of(stack: StackEndpoints) -> dict[str, str]:
@@ -107,6 +111,8 @@ def env_of(stack: StackEndpoints) -> dict[str, str]:
         env["HUDI_CONNECT_METASTORE_SPARK_URL"] = stack.hudi_metastore.url
     if stack.plain_metastore is not None:
         env["HUDI_CONNECT_PLAIN_METASTORE_SPARK_URL"] = stack.plain_metastore.url
+    if stack.zookeeper is not None:
+        env["HUDI_CONNECT_ZOOKEEPER"] = stack.zookeeper.connect_string
     return env
 
 
@@ -141,8 +147,8 @@ def start_stack(
     needed: list[str] = []
     if {"hudi", "plain", *STORAGE_SERVERS, *METASTORE_SERVERS} & set(services):
         needed += ["jars", "interceptor", "server-python"]  # the servers' jars, also mounted into containers
-    elif {"kafka", "hdfs", "hive-metastore"} & set(services):
-        needed.append("jars")  # the broker's, the HDFS daemons' and the metastore's jars come with Spark's
+    elif {"kafka", "hdfs", "hive-metastore", "zookeeper"} & set(services):
+        needed.append("jars")  # the broker's, HDFS's, the metastore's and ZooKeeper's jars come with Spark's
     if "minio" in services:
         needed.append("minio")  # the binary, or the docker backend's image of it
     if "postgres" in services and backend != "docker":
@@ -186,6 +192,7 @@ def start_stack(
         hive_metastore=metastore,
         hudi_metastore=server("hudi-metastore"),
         plain_metastore=server("plain-metastore"),
+        zookeeper=shared.get("zookeeper", ZooKeeperEndpoint, start_zookeeper) if "zookeeper" in services else None,
     )
     env = env_of(stack)
     (run_dir / ENV_FILE).write_text(render_env_file(env))

@@ -13,6 +13,7 @@ import os
 import socket
 from pathlib import Path
 
+from hudi_connect.table.concurrency import LOCK_PROVIDER_KEY, SERVER_LOCK_PREFIX, ZOOKEEPER_LOCK
 from hudi_connect_stack import provision, versions
 from hudi_connect_stack.endpoints import ZooKeeperEndpoint
 from hudi_connect_stack.process import LOOPBACK, RunningService, free_port, jit_options, launch, wait_until_ready
@@ -20,7 +21,6 @@ from hudi_connect_stack.process import LOOPBACK, RunningService, free_port, jit_
 READY_TIMEOUT = 60.0
 HEAP = "128m"
 SERVER_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
-ZOOKEEPER_LOCK = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
 
 
 def render_config(data_dir: Path | str, port: int, address: str = LOOPBACK) -> str:
@@ -49,9 +49,9 @@ def lock_confs(zookeeper: ZooKeeperEndpoint) -> dict[str, str]:
     """The Spark confs of a server whose writers lock tables through ``zookeeper``: Hudi's lock settings under
     ``spark.``, which hudi-connect's writes on that server take (any Hudi writer can be given the same)."""
     return {
-        "spark.hoodie.write.lock.provider": ZOOKEEPER_LOCK,
-        "spark.hoodie.write.lock.zookeeper.url": zookeeper.connect_string,  # Curator's connect string: host:port
-        "spark.hoodie.write.lock.zookeeper.port": str(zookeeper.port),
+        f"spark.{LOCK_PROVIDER_KEY}": ZOOKEEPER_LOCK,
+        f"{SERVER_LOCK_PREFIX}zookeeper.url": zookeeper.connect_string,  # Curator's connect string: host:port
+        f"{SERVER_LOCK_PREFIX}zookeeper.port": str(zookeeper.port),
     }
 
 
