@@ -80,6 +80,8 @@ def test_hudis_conflict_and_lock_errors_are_recognised() -> None:
     assert is_held_by_another_writer("HoodieLockException: Cannot execute instant 20261128213521606 due to heartbeat "
                                      "by concurrent writer/job")
     assert is_held_by_another_writer("HoodieLockException: Unable to acquire lock, lock object null")
+    assert is_held_by_another_writer("org.apache.hudi.exception.HoodieRollbackException: Failed to rollback "
+                                     "/lake/trips commits 20261128224827997")
     assert not is_held_by_another_writer(conflict)
 
 

@@ -85,9 +85,11 @@ def is_write_conflict(error_text: str) -> bool:
 
 def is_held_by_another_writer(error_text: str) -> bool:
     """Whether a step failed because another writer holds the table: it runs that table service's instant (a
-    live heartbeat on it), or it held the lock past the wait. After a commit, the commit stands and the service
-    runs again after a later one."""
-    return "due to heartbeat by concurrent writer" in error_text or is_lock_timeout(error_text)
+    live heartbeat on it), it held the lock past the wait, or it rolled back the same failed write first (each
+    writer's cleaner rolls back writes whose heartbeat stopped). After a commit, the commit stands and the
+    service runs again after a later one."""
+    return ("due to heartbeat by concurrent writer" in error_text or "HoodieRollbackException" in error_text
+            or is_lock_timeout(error_text))
 
 
 def is_lock_timeout(error_text: str) -> bool:

@@ -441,7 +441,15 @@ class HudiTable:
             ensure_columns(df.schema, required, what=f"the DataFrame to {operation.value}")
             ensure_no_null_keys(df, props.record_key_fields)
         if check_schema:
-            check_write_schema(df.schema, self._hudi_schema(), table=self._base_path)
+            try:
+                table_schema = self._hudi_schema()
+            except PySparkException as error:  # Hudi's read of the table failed (a writer beside it mid-commit)
+                if is_server_lost(error):
+                    raise
+                raise WriteFailedError(f"{operation.value} into {self._base_path} did not start: Hudi could not "
+                                       "read the table's schema to check the write against (nothing was written; "
+                                       f"running it again is safe). Cause: {_first_line(error)}") from error
+            check_write_schema(df.schema, table_schema, table=self._base_path)
         write_options = (
             opts.table_write_options(props)
             | self._catalog_sync_options()
