@@ -13,7 +13,6 @@ from hudi_connect.table.concurrency import (
     ZOOKEEPER_LOCK,
     concurrency_options,
     instants_named_in,
-    is_held_by_another_writer,
     is_lock_timeout,
     is_write_conflict,
     server_lock_options,
@@ -77,12 +76,6 @@ def test_hudis_conflict_and_lock_errors_are_recognised() -> None:
     assert not is_write_conflict("HoodieUpsertException: Failed to upsert for commit time 20261128211500123")
     assert is_lock_timeout("org.apache.hudi.exception.HoodieLockException: Unable to acquire lock, lock object null")
     assert not is_lock_timeout(conflict)
-    assert is_held_by_another_writer("HoodieLockException: Cannot execute instant 20261128213521606 due to heartbeat "
-                                     "by concurrent writer/job")
-    assert is_held_by_another_writer("HoodieLockException: Unable to acquire lock, lock object null")
-    assert is_held_by_another_writer("org.apache.hudi.exception.HoodieRollbackException: Failed to rollback "
-                                     "/lake/trips commits 20261128224827997")
-    assert not is_held_by_another_writer(conflict)
 
 
 @given(merge_on_read=st.booleans(), version=st.sampled_from([6, 8, 9]),

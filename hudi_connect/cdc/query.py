@@ -33,7 +33,7 @@ from hudi_connect.cdc.jvm_decoding import (
 )
 from hudi_connect.cdc.spark_changes import DeduplicationMode, check_options, spark_change_rows
 from hudi_connect.client.artifacts import ship_package
-from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
+from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional, timeline_zone_id
 from hudi_connect.client.result_rows import result_rows
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, task_rows
@@ -356,6 +356,10 @@ class ChangeQuery:
             return self._spark.createDataFrame([], plan.events_schema), plan.spark_schema
         return reduce(lambda a, b: a.unionByName(b), parts), plan.spark_schema
 
+    def _zone(self) -> str:
+        """The zone of the table's instant times (a commit's epoch time in ts_ms and _commit_timestamp)."""
+        return timeline_zone_id(self._spark, self._reader.properties)
+
     @over_connect("planning a change query")
     def changes(self, begin: InstantLike, end: InstantLike | None = None, *,
                 format: ChangeFormat = "hudi", predicates: UserPredicates = (),
@@ -396,12 +400,12 @@ class ChangeQuery:
             return typed.select(
                 F.when(F.col("op") == "i", "c").otherwise(F.col("op")).alias("op"), "before", "after",
                 source.alias("source"),
-                instant_millis(F.col("completion_time")).alias("ts_ms"),
+                instant_millis(F.col("completion_time"), self._zone()).alias("ts_ms"),
             )
         if format == "spark":
             return spark_change_rows(typed, schema, deduplication_mode=deduplication_mode,
                                      compute_updates=compute_updates,
-                                     commit_millis=instant_millis(F.col("completion_time")))
+                                     commit_millis=instant_millis(F.col("completion_time"), self._zone()))
         raise ValueError(f"unknown change format {format!r}: choose 'hudi', 'typed', 'debezium' or 'spark'")
 
     @over_connect("planning a change query")
@@ -461,11 +465,15 @@ def _image_json(side: str, schema: StructType) -> Column:
             .otherwise(F.to_json(image, JSON_OPTIONS)))
 
 
-def instant_millis(instant: Column) -> Column:
-    """Epoch milliseconds of an instant time yyyyMMddHHmmssSSS (Spark's parser rejects the
-    pattern as a whole: the seconds part is parsed, the milliseconds added)."""
-    seconds = F.to_timestamp(F.substring(instant, 1, 14), "yyyyMMddHHmmss")
-    return F.unix_millis(seconds) + F.coalesce(F.substring(instant, 15, 3).cast("long"), F.lit(0))
+def instant_millis(instant: Column, zone: str) -> Column:
+    """Epoch milliseconds of an instant time yyyyMMddHHmmssSSS on a timeline written in ``zone``
+    (:func:`~hudi_connect.client.instants.timeline_zone_id`), whatever the reading session's time zone: its fields
+    placed in that zone (Spark's parser rejects the pattern as a whole), the milliseconds added."""
+    def field(start: int, length: int) -> Column:
+        return F.substring(instant, start, length).cast("int")
+    moment = F.make_timestamp(field(1, 4), field(5, 2), field(7, 2), field(9, 2), field(11, 2),
+                              F.substring(instant, 13, 2).cast("decimal(8,6)"), F.lit(zone))
+    return F.unix_millis(moment) + F.coalesce(F.substring(instant, 15, 3).cast("long"), F.lit(0))
 
 
 def needs_file_slices(props: TableProperties) -> bool:

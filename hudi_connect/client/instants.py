@@ -2,9 +2,10 @@
 
 An ``Instant`` stands for itself; text is an instant time (:func:`~hudi_connect.core.format.timeline.query_instant_time`
 reads Hudi's forms); a ``datetime`` is a moment, turned into the instant time of the table's timeline clock:
-UTC where ``hoodie.table.timeline.timezone=UTC``, else (Hudi's default, LOCAL: the writer JVM's zone) the zone of
-the server read through (``spark.sql.session.timeZone``, the JVM's own unless set), as Hudi's reader on that
-server would take it. A naive ``datetime`` is the client's local time, as pyspark reads naive datetimes.
+UTC where ``hoodie.table.timeline.timezone=UTC``, else (Hudi's default, LOCAL: the writer JVM's default zone) the
+default zone of the JVM of the server read through, taken for the writer's. Never the reading session's
+``spark.sql.session.timeZone``: a session may set any zone, and the instants keep the writer's. A naive
+``datetime`` is the client's local time, as pyspark reads naive datetimes.
 """
 
 from __future__ import annotations
@@ -14,17 +15,24 @@ from zoneinfo import ZoneInfo
 
 from pyspark.sql import SparkSession
 
+from hudi_connect.client.server import server_time_zone
 from hudi_connect.core.format.table_config import TableProperties
 from hudi_connect.core.format.timeline import Instant, instant_time_of, query_instant_time
 
 InstantLike = Instant | str | datetime  # what every call taking an instant accepts
 
 
-def timeline_zone(spark: SparkSession, properties: TableProperties) -> tzinfo:
-    """The zone the table's instant times are written in, as far as a reader can know it."""
+def timeline_zone_id(spark: SparkSession, properties: TableProperties) -> str:
+    """The zone the table's instant times are written in, as far as a reader can know it (a zone id)."""
     if properties.raw.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC":
-        return UTC
-    return ZoneInfo(spark.conf.get("spark.sql.session.timeZone") or "UTC")
+        return "UTC"
+    return server_time_zone(spark)
+
+
+def timeline_zone(spark: SparkSession, properties: TableProperties) -> tzinfo:
+    """:func:`timeline_zone_id` as a ``tzinfo``."""
+    zone = timeline_zone_id(spark, properties)
+    return UTC if zone in ("UTC", "Z", "GMT") else ZoneInfo(zone)
 
 
 def resolve_instant(spark: SparkSession, properties: TableProperties, value: InstantLike) -> Instant | str:

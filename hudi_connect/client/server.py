@@ -127,3 +127,23 @@ def server_confs_with_prefix(spark: SparkSession, prefix: str) -> dict[str, str]
 
     keys = [str(row["key"]) for row in spark.sql("SET").where(F.col("key").startswith(prefix)).collect()]
     return {key: str(spark.conf.get(key)) for key in keys}
+
+
+_SERVER_ZONES: dict[str, str] = {}  # session id -> its server JVM's default zone (fixed for the JVM's life)
+
+
+def server_time_zone(spark: SparkSession) -> str:
+    """The server JVM's default time zone (``ZoneId.systemDefault()``): the zone a Hudi writer on that JVM writes
+    instant times in under ``hoodie.table.timeline.timezone=LOCAL``. Not the session's
+    ``spark.sql.session.timeZone``, which any session may set; asked once per session."""
+    session = str(getattr(spark, "session_id", id(spark)))  # a Connect session's id
+    if session not in _SERVER_ZONES:
+        try:
+            zone = spark.sql("SELECT reflect('java.time.ZoneId', 'systemDefault') AS zone").first()
+        except Exception as refused:  # a server that forbids reflection: no guess at the zone
+            raise ServerMisconfiguredError(
+                "reading the server JVM's time zone (reflect('java.time.ZoneId', 'systemDefault')) was refused, "
+                "and a table whose timeline is on the writer's local clock needs it to place a datetime: give the "
+                f"instant as text (yyyyMMddHHmmssSSS) or as an Instant. Cause: {refused}") from refused
+        _SERVER_ZONES[session] = str(zone["zone"]) if zone is not None else "UTC"
+    return _SERVER_ZONES[session]

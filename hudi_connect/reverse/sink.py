@@ -25,6 +25,7 @@ class BatchContext:
     end_completion_time: str
     unique_keys: bool  # at most one change per key (a full read, or latest mode): no per-key ordering needed
     persisted: bool = False  # the batch is cached: a sink may read it again, or in fewer tasks, at no cost
+    timeline_zone: str = "UTC"  # the zone the table's instant times are on (client.instants.timeline_zone_id)
 
 
 class Sink(Protocol):

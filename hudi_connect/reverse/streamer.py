@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.cdc.query import needs_file_slices
 from hudi_connect.client import remote_files
+from hudi_connect.client.instants import timeline_zone_id
 from hudi_connect.client.server import reconnector
 from hudi_connect.client.server_loss import ensure_bounded, is_server_lost, mark_lost, over_connect
 from hudi_connect.client.timeline_view import TimelineView, load_properties
@@ -196,7 +197,8 @@ class ReverseStream:
         begin = None if position is None else range_time(position, by_completion=by_completion)
         context = BatchContext(self.name, current.sequence + 1, self._properties.name, self._base_path,
                                self._properties.record_key_fields, begin, end.requested_time,
-                               end.completion_time or end.requested_time, begin is None or self.mode == "latest")
+                               end.completion_time or end.requested_time, begin is None or self.mode == "latest",
+                               timeline_zone=timeline_zone_id(self._spark, self._properties))
         # the batch is planned on the timeline listed above, with the commit metadata this stream has read
         view = self._view.pinned(timeline, files)
         known_records = None  # a full read's count, where the write stats of its base files tell it

@@ -259,7 +259,7 @@ def _number(text: str) -> int | float | decimal.Decimal:
     if len(text.replace(".", "").lstrip("0")) > _DECIMAL_DIGITS:
         raise Untranslatable(f"the number {text}")
     if _INTEGER_TEXT.fullmatch(text):
-        return int(text)
+        return int(text)  # beyond bigint, Literal types it a decimal (spark_literal)
     if _DECIMAL_TEXT.fullmatch(text):
         return decimal.Decimal(text)
     if _DOUBLE_TEXT.fullmatch(text):

@@ -83,15 +83,6 @@ def is_write_conflict(error_text: str) -> bool:
     return any(marker in error_text for marker in _CONFLICT_ERRORS)
 
 
-def is_held_by_another_writer(error_text: str) -> bool:
-    """Whether a step failed because another writer holds the table: it runs that table service's instant (a
-    live heartbeat on it), it held the lock past the wait, or it rolled back the same failed write first (each
-    writer's cleaner rolls back writes whose heartbeat stopped). After a commit, the commit stands and the
-    service runs again after a later one."""
-    return ("due to heartbeat by concurrent writer" in error_text or "HoodieRollbackException" in error_text
-            or is_lock_timeout(error_text))
-
-
 def is_lock_timeout(error_text: str) -> bool:
     """Whether a failed write could not take the table's lock in time."""
     return any(marker in error_text for marker in _LOCK_ERRORS)

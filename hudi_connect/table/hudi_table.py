@@ -589,16 +589,18 @@ class HudiTable:
 
     def _failed_write(self, what: str, write_id: str, error: BaseException) -> WriteFailedError | None:
         """The error for a write the server refused, saying what the timeline shows of it; None when the write
-        committed and what failed after it was a table service that another writer holds (its heartbeat live, or
-        the table's lock held past the wait)."""
+        committed: the commit stands, and an error would invite a retry that inserts its rows twice. What failed
+        after it (a table service raced by another writer, the metadata table rebuilt beside it) is logged as a
+        warning; Hudi runs the service again after a later commit."""
         cause = _first_line(error)
         outcome = self.outcome_of(write_id)
         if outcome.state is WriteState.COMMITTED and outcome.instant is not None:
-            committed = f"{what} committed as {outcome.instant.action.value} {outcome.instant.requested_time}"
-            if concurrency.is_held_by_another_writer(str(error)):  # the commit stands
-                self._report(f"{committed}; a table service after it was left to the writer running it: {cause}")
-                return None
-            return WriteFailedError(f"{committed}, but a step after the commit failed: {cause}")
+            message = (f"{what} committed as {outcome.instant.action.value} {outcome.instant.requested_time}; a "
+                       f"step after the commit failed and was left to a later write: {cause}")
+            log.warning("%s", message)
+            if self._progress is not None:
+                self._progress(message)
+            return None
         text = str(error)
         if concurrency.is_write_conflict(text):
             met = concurrency.instants_named_in(text) or self._completed_since(write_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import decimal
 import itertools
 import json
 import os
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 from urllib.parse import unquote
+from zoneinfo import ZoneInfo
 
 from hudi_connect_stack.testing.cdc_history import event_multiset
 from hudi_connect_stack.testing.compare import row_multiset
@@ -32,9 +34,10 @@ from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_connect import library_errors
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.cdc.query import JSON_OPTIONS
-from hudi_connect.client.server import reconnector
+from hudi_connect.client.server import reconnector, server_time_zone
 from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError, WriteFailedError
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.table_features import string_partition_columns
@@ -52,14 +55,15 @@ from integration.differential.scenario import (
     Service,
     Shape,
     Write,
+    ordering_value,
     ours,
     sql_text,
 )
 
 IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where a reader found a record, not what it is
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-_SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "date": "date", "boolean": "boolean",
-                "none": "string"}
+_SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "float": "float", "double": "double",
+                "date": "date", "boolean": "boolean", "none": "string"}
 _PAYLOADS = {"event_time": "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
              "commit_time": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
 _MERGE_MODES = {"event_time": "EVENT_TIME_ORDERING", "commit_time": "COMMIT_TIME_ORDERING"}
@@ -91,7 +95,7 @@ class Outcome:
 
 def schema(shape: Shape) -> str:
     return (f"key int, part {_SPARK_TYPES[shape.partition_type]}, "
-            f"ts {'int' if shape.ordering_type == 'int' else 'bigint'}, t timestamp, v string, n int, "
+            f"ts {_SPARK_TYPES[shape.ordering_type]}, t timestamp, v string, n int, "
             "region string, ms bigint, _hoodie_is_deleted boolean")
 
 
@@ -145,8 +149,9 @@ def writer_options(shape: Shape) -> dict[str, str]:
     return options
 
 
-def _row(record: Record, deleted: bool) -> tuple[Any, ...]:
-    return (record.key, record.part, record.ts, EPOCH + dt.timedelta(minutes=record.t), record.v, record.n,
+def _row(shape: Shape, record: Record, deleted: bool) -> tuple[Any, ...]:
+    return (record.key, record.part, ordering_value(shape.ordering_type, record.ts),
+            EPOCH + dt.timedelta(minutes=record.t), record.v, record.n,
             "ew"[record.key % 2], MS_2024 + record.t * 60_000, deleted)
 
 
@@ -190,16 +195,18 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
     try:
         if isinstance(step, Service):
             table = HudiTable.open(spark, path)
-            if step.kind == "compact":
-                if table.compaction.schedule() is not None:
-                    table.compaction.run()
+            if step.kind == "compact":  # a pending compaction too
+                table.compaction.schedule()
+                table.compaction.run()
+            elif step.kind == "schedule_compaction":
+                table.compaction.schedule()
             elif step.kind == "clean":
                 table.clean(retain_commits=1)
             else:
                 table.cluster()
             return
         operation = {"soft_delete": "upsert"}.get(step.operation, step.operation)
-        rows = [_row(r, step.operation == "soft_delete") for r in step.records]
+        rows = [_row(shape, r, step.operation == "soft_delete") for r in step.records]
         spark.createDataFrame(rows, schema(shape)).write.format("hudi") \
             .options(**writer_options(shape) | (concurrency or {})) \
             .option("hoodie.datasource.write.operation", operation).mode("append").save(path)
@@ -258,18 +265,48 @@ def client_zone(zone: str | None) -> Iterator[None]:
 def pyspark_column(recipe: Recipe) -> Column:
     """The recipe as pyspark's own column (what a user's ``df.where`` on Hudi's read applies)."""
     kind = recipe[0]
-    if kind == "cmp":
-        column, value = F.col(recipe[2]), recipe[3]
+    if kind == "cmp":  # an integer beyond bigint as Spark's parser types it (pyspark's lit refuses it)
+        column = F.col(recipe[2])
+        value = _spark_value(recipe[3])
         return {"=": column == value, "!=": column != value, "<": column < value, "<=": column <= value,
                 ">": column > value, ">=": column >= value}[recipe[1]]
     if kind == "in":
-        return F.col(recipe[1]).isin(*recipe[2])
+        return F.col(recipe[1]).isin(*(_spark_value(v) for v in recipe[2]))
     if kind == "null":
         return F.col(recipe[1]).isNull()
     if kind == "not":
         return ~pyspark_column(recipe[1])
     parts = [pyspark_column(recipe[1]), pyspark_column(recipe[2])]
     return reduce(lambda a, b: a & b, parts) if kind == "and" else reduce(lambda a, b: a | b, parts)
+
+
+def _spark_value(value: Any) -> Any:
+    """A literal as pyspark's lit takes it: an integer beyond bigint as the decimal Spark's parser types it."""
+    return decimal.Decimal(value) if isinstance(value, int) and not isinstance(value, bool) \
+        and abs(value) >= 2**63 else value
+
+
+@contextlib.contextmanager
+def session_zone(sessions: list[SparkSession], zone: str | None) -> Iterator[None]:
+    """The reading sessions in time zone ``zone`` (spark.sql.session.timeZone), None: unchanged."""
+    if zone is None:
+        yield
+        return
+    for session in sessions:
+        session.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield
+    finally:
+        for session in sessions:
+            session.conf.unset("spark.sql.session.timeZone")
+
+
+def _moment(spark: SparkSession, instant: Instant) -> tuple[dt.datetime, str]:
+    """An instant as a user names it by time: the moment (aware, on the timeline's clock: the writer server's
+    zone) for ours, and the wall-clock text of that clock Hudi's ``as.of.instant`` takes."""
+    digits = instant.requested_time
+    wall = dt.datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(microsecond=int(digits[14:17]) * 1000)
+    return wall.replace(tzinfo=ZoneInfo(server_time_zone(spark))), wall.isoformat(sep=" ", timespec="milliseconds")
 
 
 def user_predicate(request: Request) -> Expression | Column | str:
@@ -299,6 +336,8 @@ def _epoch_image(text: str | None) -> str | None:
     image = json.loads(text)
     if not isinstance(image, dict):
         return text
+    if image.get("part") == "":  # Hudi's read shows a string partition's '' as NULL: kept out as in rows (_part)
+        image["part"] = None
     return json.dumps({name: _epoch(value) for name, value in image.items()})
 
 
@@ -338,16 +377,26 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
         return None
     end = commits[request.commit]
     if request.kind == "as_of":
+        if request.by_moment:
+            moment, text = _moment(plain, end)
+            return (lambda: reader.as_of(moment, predicates), lambda: table.hudi.as_of(text, with_meta_columns=True))
         return (lambda: reader.as_of(end, predicates), lambda: table.hudi.as_of(end, with_meta_columns=True))
     if request.begin > len(commits) or (request.begin and commits[request.begin - 1] == end):
         return None
     begin: Instant | str = "earliest" if request.begin == 0 else commits[request.begin - 1]
     if isinstance(begin, Instant) and commits.index(begin) > commits.index(end):
         return None
+    ours_range: tuple[Any, Any] = (begin, end)
+    hudis_range: tuple[Any, Any] = (begin, end)
+    if request.by_moment:  # both ends named by time: ours a datetime, Hudi's the timeline's wall-clock text
+        (end_moment, end_text) = _moment(plain, end)
+        begin_moment, begin_text = _moment(plain, begin) if isinstance(begin, Instant) else (begin, begin)
+        ours_range, hudis_range = (begin_moment, end_moment), (begin_text, end_text)
     if request.kind == "changes":
-        return (lambda: ChangeQuery(plain, table.base_path).changes(begin, end), lambda: table.hudi.cdc(begin, end))
-    return (lambda: reader.incremental(begin, end, predicates),
-            lambda: table.hudi.incremental(begin, end, with_meta_columns=True))
+        return (lambda: ChangeQuery(plain, table.base_path).changes(*ours_range),
+                lambda: table.hudi.cdc(*hudis_range))
+    return (lambda: reader.incremental(*ours_range, predicates),
+            lambda: table.hudi.incremental(*hudis_range, with_meta_columns=True))
 
 
 def _their_rows(read: Any, request: Request, url_encoded: bool) -> tuple[dict[str, str], Counter[Any]] | str:
@@ -404,15 +453,17 @@ def model_changes(hudi: HudiTable, commits: list[Instant], first: int, last: int
     """The model of a change query of ``commits[first..last]`` where Hudi's CDC query is no oracle (it looks a
     change's images up by key, and a file may hold a key twice): Hudi's own time travel before and after each
     commit. Rows gone are removed, rows of the commit written; in each file group a key's n-th removed row by
-    sequence number pairs with its n-th written one (an update), the rest are deletes and inserts."""
+    sequence number pairs with its n-th written one (an update), the rest are deletes and inserts. A row the
+    commit brought back (a late record after a delete loses to the base record, which returns with its old commit
+    time) is written by the commit too: it is new to the table's state."""
     events: list[tuple[str, str, str | None, str | None]] = []
     for index in range(first, last + 1):
         commit = commits[index]
         before = _time_travel_rows(hudi, commits[index - 1] if index else None)
         after = _time_travel_rows(hudi, commit)
-        kept = {r["_hoodie_commit_seqno"] for r in after}
+        kept, had = {r["_hoodie_commit_seqno"] for r in after}, {r["_hoodie_commit_seqno"] for r in before}
         removed = [r for r in before if r["_hoodie_commit_seqno"] not in kept]
-        written = [r for r in after if r["_hoodie_commit_time"] == commit.requested_time]
+        written = [r for r in after if r["_hoodie_commit_seqno"] not in had]
         olds, news = _by_group_and_key(removed), _by_group_and_key(written)
         for where in olds.keys() | news.keys():
             for old, new in itertools.zip_longest(olds.get(where, []), news.get(where, [])):
@@ -446,7 +497,8 @@ def compare_changes_with_model(plain: SparkSession, hudi: HudiTable, request: Re
     first = request.begin  # the range's begin (commits[begin - 1], or the earliest) is exclusive
     if mine is None:
         try:
-            _, mine = _rows(pair[0]())
+            with library_errors():
+                _, mine = _rows(pair[0]())
         except REFUSALS as refusal:
             outcome.compared[f"refused: {type(refusal).__name__}"] += 1
             return outcome
@@ -467,7 +519,8 @@ def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: 
     Where the releases disagree, Hudi 1.2's answer is the oracle (README: the writer release); the other's
     difference is counted and kept as an example."""
     outcome = Outcome()
-    with client_zone(request.zone):
+    sessions = [plain, *(table.spark for table in tables.values())]
+    with client_zone(request.zone), session_zone(sessions, request.session_zone):
         pairs = {release: _pair(plain, table, request, commits) for release, table in tables.items()}
         if any(pair is None for pair in pairs.values()):
             return outcome
@@ -475,7 +528,8 @@ def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: 
                   for release, pair in pairs.items() if pair is not None}
         answers = {release: rows for release, rows in theirs.items() if not isinstance(rows, str)}
         try:
-            mine = _rows(next(iter(pairs.values()))[0]())  # type: ignore[index]
+            with library_errors():  # a refusal a Spark worker raised, as the library's own class
+                mine = _rows(next(iter(pairs.values()))[0]())  # type: ignore[index]
         except REFUSALS as refusal:
             outcome.compared[f"refused: {type(refusal).__name__}"] += 1
             return outcome

@@ -17,8 +17,26 @@ from hypothesis import strategies as st
 
 from hudi_connect.core.format.expressions import Expression, col
 
-PartitionType = Literal["string", "int", "long", "date", "boolean", "none"]
+PartitionType = Literal["string", "int", "long", "float", "double", "date", "boolean", "none"]
+OrderingType = Literal["int", "long", "double", "date", "string"]
 ZONES = (None, "America/Los_Angeles", "Asia/Kolkata")  # the client's zone (None: the process's own, UTC in CI)
+# the reading sessions' spark.sql.session.timeZone (None: the server's own, UTC in CI); instants stay the writer's
+SESSION_ZONES = (None, "Asia/Kolkata", "America/Los_Angeles")
+# a double ordering field's drawn ``ts`` -1 and -2 stand for NaN and -0.0 (a repr that is Python), None for null
+ORDERING_SPECIALS: dict[int, float] = {-1: float("nan"), -2: -0.0}
+
+
+def ordering_value(ordering_type: OrderingType, ts: int | None) -> Any:
+    """A record's ordering value of the shape's type, from its drawn ``ts``."""
+    if ts is None:
+        return None
+    if ordering_type == "double":
+        return ORDERING_SPECIALS.get(ts, float(ts))
+    if ordering_type == "date":
+        return dt.date(2024, 1, 1) + dt.timedelta(days=ts)
+    if ordering_type == "string":
+        return str(ts)  # compared as text: "10" before "9", as Java's String.compareTo
+    return ts
 
 
 @dataclass(frozen=True)
@@ -30,7 +48,7 @@ class Shape:
     partition_type: PartitionType
     hive_style: bool
     url_encode: bool
-    ordering_type: Literal["int", "long"]
+    ordering_type: OrderingType
     merge: Literal["event_time", "commit_time"]
     index: Literal["BLOOM", "SIMPLE", "BUCKET", "RECORD_INDEX"]
     metadata: bool
@@ -59,7 +77,7 @@ class Record:
 
     key: int
     part: Any
-    ts: int
+    ts: int | None  # see ordering_value()
     t: int
     v: str
     n: int | None
@@ -78,9 +96,10 @@ class Write:
 
 @dataclass(frozen=True)
 class Service:
-    """A table service run through Hudi's procedures."""
+    """A table service run through Hudi's procedures; ``schedule_compaction`` plans a compaction and leaves it
+    pending, so that later writes land in the new file slices it opens."""
 
-    kind: Literal["compact", "clean", "cluster"]
+    kind: Literal["compact", "clean", "cluster", "schedule_compaction"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +126,8 @@ class Request:
     begin: int = 0
     zone: str | None = None
     spelling: Literal["ours", "column", "sql"] = "ours"  # how the user hands ours the predicate
+    session_zone: str | None = None  # the reading sessions' time zone (SESSION_ZONES)
+    by_moment: bool = False  # as_of and incremental given as datetimes (Hudi's: the timeline's wall-clock text)
 
 
 @dataclass(frozen=True)
@@ -122,16 +143,24 @@ PARTITION_VALUES: dict[str, tuple[Any, ...]] = {
     "string": ("a", "b", "", None, "x/y", "c d", "5"),
     "int": (2023, 2024, 5, None),
     "long": (2**33, 7, None),
+    "float": (0.1, 0.4, 0.7, None),  # Hudi's path holds Float.toString; Spark reads the float 0.1f, not 0.1
+    "double": (0.1, 2.5, -1.25, None),
     "date": (dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2023, 12, 31), None),
     "boolean": (True, False, None),
     "none": (None,),
 }
+ORDERING_LITERALS: dict[str, tuple[Any, ...]] = {
+    "int": (5, 20, "20", 20.5), "long": (5, 20, "20", 20.5), "double": (5, 20.5, "20", -0.0),
+    "date": (dt.date(2024, 1, 6), "2024-01-21"), "string": ("20", "5", 5),
+}
 MS_2024 = 1_704_067_200_000  # 2024-01-01T00:00Z in epoch milliseconds: the ``ms`` column is ``t`` so
 # literals a user writes against each partition type, mismatched types among them
 PARTITION_LITERALS: dict[str, tuple[Any, ...]] = {
-    "string": ("a", "b", "", "x/y", 5, "5", "c d"),
-    "int": (2024, "2024", 5, "5", 2024.0, " 2024", "2024.5"),
-    "long": (2**33, str(2**33), 7, "7"),
+    "string": ("a", "b", "", "x/y", 5, "5", "c d", 10**19),
+    "int": (2024, "2024", 5, "5", 2024.0, " 2024", "2024.5", 10**19),
+    "long": (2**33, str(2**33), 7, "7", 10**19),
+    "float": (0.1, 0.4, 0.7, "0.1", 1, 0.10000000149011612),
+    "double": (0.1, 2.5, "2.5", -1.25, 2, 10**19),
     "date": (dt.date(2024, 1, 1), "2024-01-01", "2024-1-2", "2024", dt.datetime(2024, 1, 1, 12), "2023-12-31 08:00"),
     "boolean": (True, False, "true", "f"),
     "none": (),
@@ -149,7 +178,7 @@ def shapes(draw: st.DrawFn) -> Shape:
     return Shape(
         table_type=table_type, version=version, partition_type=partition_type,
         hive_style=draw(st.booleans()), url_encode=partition_type == "string" and draw(st.booleans()),
-        ordering_type=draw(st.sampled_from(["int", "long"])),
+        ordering_type=draw(st.sampled_from(["int", "int", "long", "double", "date", "string"])),
         merge=draw(st.sampled_from(["event_time", "commit_time"])), index=index, metadata=metadata,
         column_stats=metadata and draw(st.booleans()),
         key_generator=draw(st.sampled_from(["simple", "complex", "custom", "timestamp"])) if partitioned else "simple",
@@ -167,8 +196,12 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     # each key keeps one partition value (none of the drawn indexes is global)
     parts = [draw(st.sampled_from(PARTITION_VALUES[shape.partition_type])) for _ in range(KEYS)]
 
+    # ordering values: mostly plain, some null, equal, and for doubles NaN and -0.0 (ORDERING_SPECIALS)
+    specials = [None, 0, *(ORDERING_SPECIALS if shape.ordering_type == "double" else [])]
+    orderings = st.one_of(st.integers(0, 40), st.integers(0, 40), st.sampled_from(specials))
+
     def records(keys: list[int]) -> tuple[Record, ...]:
-        return tuple(Record(k, parts[k], draw(st.integers(0, 40)), draw(st.integers(-600, 2000)),
+        return tuple(Record(k, parts[k], draw(orderings), draw(st.integers(-600, 2000)),
                             draw(st.sampled_from(["p", "q", "r"])), draw(st.one_of(st.none(), st.integers(0, 9))))
                      for k in keys)
 
@@ -176,10 +209,10 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     steps: list[Step] = [first]
     for _ in range(draw(st.integers(1, max_steps - 1))):
         kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster",
-                 "concurrent", *(["compact"] if shape.is_mor else []),
+                 "concurrent", *(["compact", "schedule_compaction"] if shape.is_mor else []),
                  *(["delete_partition"] if shape.partition_columns else [])]
         kind = draw(st.sampled_from(kinds))
-        if kind in ("clean", "cluster", "compact"):
+        if kind in ("clean", "cluster", "compact", "schedule_compaction"):
             steps.append(Service(kind))
         elif kind == "concurrent":  # two writers' upserts, inserts or deletes meeting in the table
             writes = tuple(Write(draw(st.sampled_from(["upsert", "upsert", "insert", "delete"])),
@@ -207,7 +240,8 @@ def request_for(draw: st.DrawFn, shape: Shape, steps_so_far: int, partition_pred
     return Request(
         kind, None if kind == "changes" else draw(st.one_of(st.none(), predicates(shape, on_partition))),
         commit=draw(st.integers(-steps_so_far, -1)), begin=draw(st.integers(0, steps_so_far)),
-        zone=draw(st.sampled_from(ZONES)), spelling=draw(st.sampled_from(["ours", "column", "sql"])))
+        zone=draw(st.sampled_from(ZONES)), spelling=draw(st.sampled_from(["ours", "column", "sql"])),
+        session_zone=draw(st.sampled_from(SESSION_ZONES)), by_moment=draw(st.booleans()))
 
 
 def predicates(shape: Shape, on_partition: bool = True) -> st.SearchStrategy[Recipe]:
@@ -221,7 +255,7 @@ def predicates(shape: Shape, on_partition: bool = True) -> st.SearchStrategy[Rec
         return st.tuples(st.just("cmp"), ops, st.just(column), st.sampled_from(values))
 
     leaves: list[st.SearchStrategy[Recipe]] = [
-        compare("ts", (5, 20, "20", 20.5)),
+        compare("ts", ORDERING_LITERALS[shape.ordering_type]),
         compare("t", (dt.datetime(2024, 1, 1, 5), dt.datetime(2024, 1, 1, 5, tzinfo=dt.UTC), dt.date(2024, 1, 1),
                       dt.datetime(2024, 1, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-3))))),
         compare("n", (3, "3", 4.5)),
@@ -280,8 +314,8 @@ def sql_literal(value: Any) -> str:
         return "NULL"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return f"{value}L" if abs(value) >= 2**31 else str(value)
+    if isinstance(value, int):  # beyond bigint, Spark's parser types the digits a decimal
+        return f"{value}L" if 2**31 <= abs(value) < 2**63 else str(value)
     if isinstance(value, float):
         return f"{value!r}D"
     if isinstance(value, decimal.Decimal):

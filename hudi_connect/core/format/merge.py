@@ -13,7 +13,12 @@ deletes, in order. Hudi's merge modes (``RecordMergeMode``):
   ``EventTimeRecordMerger`` and ``FileGroupRecordBuffer`` do exactly this).
 - ``COMMIT_TIME_ORDERING``: the latest record wins.
 
-Imports only pyarrow, so it runs inside Python workers.
+Ordering values compare as Hudi's merger compares them (``Comparable.compareTo`` on Java's boxed values,
+:func:`comparable_orderings`): a float or double by ``Double.compareTo`` (NaN above every number, -0.0 below
+0.0), and a null ordering value of a record as Hudi's default ordering value, the Integer 0, which an int (or a
+date, an int of days) compares with and every other type fails to (Hudi's read fails; ours refuses by name).
+
+Imports only pyarrow and the library's errors, so it runs inside Python workers.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from hudi_connect.core.errors import UnsupportedTableFeatureError
 
 KEY = "__hc_key"
 SEQ = "__hc_seq"
@@ -38,6 +45,70 @@ class LogRecords:
     deletes: pa.Table  # KEY, ORD (null = natural), SEQ
     # partial-update blocks (IS_PARTIAL): (first SEQ, last SEQ + 1, the output columns their records lack)
     partial_blocks: tuple[tuple[int, int, frozenset[str]], ...] = ()
+
+
+_SIGN_BITS = 0x7FFF_FFFF_FFFF_FFFF
+
+
+def _ordering_keys(values: pa.Array) -> pa.Array:
+    """Float or double ordering values as int64 keys in ``Double.compareTo``'s order (every NaN the greatest,
+    -0.0 below 0.0): the IEEE bits, a negative number's flipped below the sign. Other types as they are."""
+    if not pa.types.is_floating(values.type):
+        return values
+    doubles = values.cast(pa.float64())  # a float widens exactly: -0.0 and NaN keep their places
+    doubles = pc.if_else(pc.is_nan(doubles), pa.scalar(float("nan")), doubles)  # Java's canonical NaN
+    bits = doubles.view(pa.int64())
+    return pc.if_else(pc.less(bits, 0), pc.bit_wise_xor(bits, pa.scalar(_SIGN_BITS, pa.int64())), bits)
+
+
+def _hudi_default_fills(ordering_type: pa.DataType) -> bool:
+    """Whether Hudi's default ordering value (the Integer 0) compares with values of this type: an int, or a
+    date (an int of days to Spark's rows)."""
+    return bool(pa.types.is_int32(ordering_type) or pa.types.is_date32(ordering_type))
+
+
+def comparable_orderings(base: pa.Table | None, logs: LogRecords) -> tuple[pa.Table | None, LogRecords]:
+    """``base`` and ``logs`` with their records' ordering values as Hudi's event-time merge compares them.
+
+    A record's null ordering value is Hudi's default, the Integer 0: an int or date ordering field compares
+    it as 0 (the epoch), any other type cannot, and a key whose records meet so is refused by name (Hudi's read
+    of it fails). A delete's null ordering value stays null: a natural delete, ordered by position."""
+    data = logs.data.combine_chunks()
+    ordering_type = data.schema.field(ORD).type
+    tables = [data] + ([base.combine_chunks()] if base is not None else [])
+    if any(t[ORD].null_count for t in tables):
+        if _hudi_default_fills(ordering_type):
+            zero = pa.scalar(0, pa.int32()).cast(ordering_type)
+            tables = [t.set_column(t.schema.get_field_index(ORD), ORD, pc.fill_null(t[ORD], zero)) for t in tables]
+        else:
+            _refuse_null_orderings(tables, logs.deletes, ordering_type)
+    tables = [t.set_column(t.schema.get_field_index(ORD), ORD, _ordering_keys(t[ORD].combine_chunks()))
+              for t in tables]
+    deletes = logs.deletes.combine_chunks()
+    deletes = deletes.set_column(deletes.schema.get_field_index(ORD), ORD,
+                                 _ordering_keys(deletes[ORD].combine_chunks().cast(ordering_type)))
+    merged_base = tables[1] if base is not None else None
+    return merged_base, LogRecords(tables[0], deletes, logs.partial_blocks)
+
+
+def _refuse_null_orderings(tables: list[pa.Table], deletes: pa.Table, ordering_type: pa.DataType) -> None:
+    """Refuse a key whose records meet in the merge while one has a null ordering value of a type Hudi's
+    default (the Integer 0) cannot be compared with; a record alone for its key meets none."""
+    null_keys = pa.concat_arrays([t.filter(pc.is_null(t[ORD]))[KEY].combine_chunks() for t in tables])
+    ordered_deletes = deletes.filter(pc.is_valid(deletes[ORD]))
+    met = pc.is_in(pa.concat_arrays([*(t[KEY].combine_chunks() for t in tables),
+                                     ordered_deletes[KEY].combine_chunks().cast(pa.string())]),
+                   value_set=null_keys.unique())
+    keys = pa.concat_arrays([*(t[KEY].combine_chunks() for t in tables),
+                             ordered_deletes[KEY].combine_chunks().cast(pa.string())]).filter(met)
+    counts = pc.value_counts(keys)
+    compared = [str(c["values"]) for c in counts.to_pylist() if c["counts"] > 1]
+    if compared:
+        raise UnsupportedTableFeatureError(
+            "a null ordering value merged with another record of its key", "ordering value type",
+            str(ordering_type), where=f"the file slice of record key {compared[0]!r}",
+            detail="Hudi's merger compares a null ordering value as the Integer 0, which a value of this type "
+                   "cannot be compared with: Hudi's own read of this slice fails too")
 
 
 def _last_per_key(table: pa.Table, order: list[tuple[str, str]]) -> pa.Table:
@@ -66,6 +137,8 @@ def merge_slice(
     ``base`` has the output columns plus KEY and ORD. Sequence numbers in ``logs``
     must grow with log order; base rows count as older than every log row.
     """
+    if event_time_ordering:
+        base, logs = comparable_orderings(base, logs)
     data, deletes = logs.data, logs.deletes
     helper = [KEY, ORD, SEQ, KIND]
     output_columns = [c for c in data.column_names if c not in helper]
@@ -175,6 +248,8 @@ def merge_slice_partial(
     A sequential fold in Python over row indices (values stay in Arrow): partial updates do not
     commute, so the vectorised last-writer-wins of :func:`merge_slice` does not apply.
     """
+    if event_time_ordering:
+        base, logs = comparable_orderings(base, logs)
     data, deletes = logs.data, logs.deletes
     helper = [KEY, ORD, SEQ, KIND]
     output_columns = [c for c in data.column_names if c not in helper]

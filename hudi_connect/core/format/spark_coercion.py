@@ -49,10 +49,16 @@ _TRUE, _FALSE = {"t", "true", "y", "yes", "1"}, {"f", "false", "n", "no", "0"}  
 _EXACT_DOUBLE = 2 ** 53  # integers beyond it may compare equal to a double Spark rounds them to
 
 
+_BIGINT = range(-2**63, 2**63)
+
+
 def spark_literal(value: Any) -> Any:
-    """A literal as the client's pyspark would send it: a naive ``datetime`` is local time, made aware."""
+    """A literal as Spark types it: a naive ``datetime`` is local time, made aware (as pyspark sends it); an
+    integer beyond bigint is a DECIMAL(n, 0), as Spark's parser types such a literal (pyspark refuses it)."""
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         return value.astimezone()  # the local zone's offset at that time, as time.mktime reads it
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _BIGINT:
+        return decimal.Decimal(value)
     return value
 
 

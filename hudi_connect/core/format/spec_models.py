@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -103,6 +104,8 @@ def _typed(raw: str, arrow_type: pa.DataType) -> Any:
     try:
         if pa.types.is_integer(arrow_type):
             return int(raw)
+        if pa.types.is_float32(arrow_type):  # the float Spark reads, compared with a double as the double it is
+            return struct.unpack("<f", struct.pack("<f", float(raw)))[0]
         if pa.types.is_floating(arrow_type):
             return float(raw)
         if pa.types.is_decimal(arrow_type):
@@ -113,7 +116,7 @@ def _typed(raw: str, arrow_type: pa.DataType) -> Any:
             return raw.lower() == "true"
         if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
             return raw
-    except ValueError:
+    except (ValueError, OverflowError):
         pass
     return _UNTYPED  # formats we do not decode (timestamps rendered by key generators, ...)
 

@@ -81,7 +81,7 @@ class KafkaSink:
             "before", "after", "op",
             F.struct(F.lit("hudi").alias("connector"), F.lit(context.table_name).alias("table"),
                      F.col("commit_time"), F.col("completion_time")).alias("source"),
-            instant_millis(F.col("completion_time")).alias("ts_ms"),
+            instant_millis(F.col("completion_time"), context.timeline_zone).alias("ts_ms"),
         ), JSON_OPTIONS)
         if not self.tombstones:
             return ordered.select(key, envelope.alias("value"), headers.alias("headers"))

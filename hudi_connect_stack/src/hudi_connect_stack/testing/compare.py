@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ def normalise(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return str(value.normalize())
     if isinstance(value, float):
-        return round(value, 5)
+        return "NaN" if math.isnan(value) else round(value, 5)  # NaN is equal to itself, as Spark compares it
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)

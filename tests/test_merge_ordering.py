@@ -1,0 +1,106 @@
+"""Ordering values compared as Hudi's event-time merger compares them, against a plain-Python model of Java's
+``Comparable.compareTo`` on the boxed values (issue #72): a double by ``Double.compareTo`` (NaN above every
+number and equal to itself, -0.0 below 0.0), a null ordering value as Hudi's default, the Integer 0, which an
+int or a date compares with and a long cannot (Hudi's read fails; ours refuses the key by name).
+
+Each drawn key has a base record and log records in order; the model folds them as Hudi's merger does: the
+incoming record wins unless the current one is greater, so a tie goes to the later record."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hudi_connect.core.errors import UnsupportedTableFeatureError
+from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
+
+DOUBLES = st.sampled_from([math.nan, -0.0, 0.0, 1.0, -1.0, math.inf, -math.inf, 2.5])
+
+
+def java_order(value: Any) -> tuple[Any, ...]:
+    """A sort key in the order of Java's compareTo on the boxed value (a null already made Hudi's default)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return (1,)
+        return (0, value, math.copysign(1.0, value))  # -0.0 below 0.0
+    return (0, value)
+
+
+def model(records: list[tuple[Any, str]], default: Any) -> str:
+    """The surviving record's label: each record meets the current one, the later winning unless the current
+    ordering value is greater; a null ordering value is ``default``."""
+    current_value, current_label = records[0]
+    for value, label in records[1:]:
+        a = java_order(default if current_value is None else current_value)
+        b = java_order(default if value is None else value)
+        if not a > b:
+            current_value, current_label = value, label
+    return current_label
+
+
+def slice_of(keys: list[list[Any]], ordering_type: pa.DataType) -> tuple[pa.Table, LogRecords]:
+    """Key i's first value in the base file, the rest in the log in order; ``v`` labels each record."""
+    base_rows = [(f"k{i}", values[0], f"k{i}@0") for i, values in enumerate(keys)]
+    log_rows = [(f"k{i}", value, f"k{i}@{n}") for i, values in enumerate(keys) for n, value in enumerate(values[1:], 1)]
+
+    def table(rows: list[tuple[str, Any, str]], seq: bool) -> pa.Table:
+        columns = {"v": pa.array([r[2] for r in rows], pa.string()), KEY: pa.array([r[0] for r in rows], pa.string()),
+                   ORD: pa.array([r[1] for r in rows], ordering_type)}
+        if seq:
+            columns[SEQ] = pa.array(range(len(rows)), pa.int64())
+        return pa.table(columns)
+
+    deletes = pa.table({KEY: pa.array([], pa.string()), ORD: pa.array([], ordering_type),
+                        SEQ: pa.array([], pa.int64())})
+    return table(base_rows, False), LogRecords(table(log_rows, True), deletes)
+
+
+MERGES = [merge_slice, merge_slice_partial]
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=["full", "partial"])
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.lists(st.one_of(st.none(), DOUBLES), min_size=2, max_size=4), min_size=1, max_size=6))
+def test_double_orderings_merge_as_double_compare_to(merge: Any, keys: list[list[Any]]) -> None:
+    keys = [[0.0 if v is None else v for v in values] for values in keys]  # nulls: the int test below
+    base, logs = slice_of(keys, pa.float64())
+    got = sorted(r["v"] for r in merge(base, logs).to_pylist())
+    assert got == sorted(model([(v, f"k{i}@{n}") for n, v in enumerate(values)], 0)
+                         for i, values in enumerate(keys))
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=["full", "partial"])
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=2, max_size=4), min_size=1,
+                     max_size=6))
+def test_a_null_int_ordering_value_merges_as_hudis_default_zero(merge: Any, keys: list[list[Any]]) -> None:
+    base, logs = slice_of(keys, pa.int32())
+    got = sorted(r["v"] for r in merge(base, logs).to_pylist())
+    assert got == sorted(model([(v, f"k{i}@{n}") for n, v in enumerate(values)], 0)
+                         for i, values in enumerate(keys))
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=["full", "partial"])
+def test_a_null_date_ordering_value_is_the_epoch(merge: Any) -> None:
+    base, logs = slice_of([[dt.date(2024, 1, 1), None], [dt.date(1969, 12, 1), None]], pa.date32())
+    assert sorted(r["v"] for r in merge(base, logs).to_pylist()) == ["k0@0", "k1@1"]
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=["full", "partial"])
+@pytest.mark.parametrize("ordering_type", [pa.int64(), pa.float64(), pa.string()], ids=str)
+def test_a_null_ordering_value_hudi_cannot_compare_is_refused_where_records_meet(merge: Any,
+                                                                                  ordering_type: pa.DataType) -> None:
+    value = {"int64": 5, "double": 5.0, "string": "5"}[str(ordering_type)]
+    base, logs = slice_of([[value, None]], ordering_type)
+    with pytest.raises(UnsupportedTableFeatureError, match="null ordering value"):
+        merge(base, logs)
+    alone_base, alone_logs = slice_of([[value, value]], ordering_type)
+    lone = pa.table({"v": ["k9@1"], KEY: ["k9"], ORD: pa.array([None], ordering_type), SEQ: pa.array([7], pa.int64())})
+    both = LogRecords(pa.concat_tables([alone_logs.data, lone]), alone_logs.deletes)
+    assert sorted(r["v"] for r in merge(alone_base, both).to_pylist()) == ["k0@1", "k9@1"]  # the null met none
