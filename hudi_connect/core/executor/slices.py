@@ -189,17 +189,12 @@ def _block_columns(block: LogBlock, records: pa.Table) -> list[str]:
 
 
 def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, log_files: list[str]) -> pa.Table:
-    """The merged records of one file slice, in ``config.output_schema``."""
+    """The merged records of one file slice, in ``config.output_schema``; an incremental read keeps those whose
+    commit is in its range (``config.commit_times``) of the whole slice as of the range's end, as time travel
+    there shows them. (Hudi's incremental query merges the range's own log blocks only, so a record of the range
+    that lost to an older one is returned until a compaction folds the two, and then not.)"""
     ord_type = _ordering_type(config)
     blocks = _merged_blocks(config, partition, log_files) if log_files else []
-    in_range = config.commit_times
-    if in_range is not None and not any(_is_partial(b) and b.instant_time in in_range for b in blocks):
-        # an incremental read merges only what its range wrote, as Hudi's does: a record of the range that
-        # loses to an older one outside it is still the range's change. A partial update of the range needs
-        # the record it updates, so then the whole slice merges and the range's records are kept after.
-        blocks = [b for b in blocks if b.instant_time in in_range]
-        if base_file and base_file_instant(base_file) not in in_range:
-            base_file = None
     base = None
     if base_file:
         uri = join(config.base_uri, partition, base_file)
