@@ -397,8 +397,10 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
     if request.kind == "changes":
         return (lambda: ChangeQuery(plain, table.base_path).changes(*ours_range),
                 lambda: table.hudi.cdc(*hudis_range))
+    # Hudi's full-scan fallback on version 6 too (its default there is off: a range reaching archived commits then
+    # reads the active timeline's part alone, silently); ours answers such a range by that rule (docs)
     return (lambda: reader.incremental(*ours_range, predicates),
-            lambda: table.hudi.incremental(*hudis_range, with_meta_columns=True))
+            lambda: table.hudi.incremental(*hudis_range, with_meta_columns=True, fallback_to_full_scan=True))
 
 
 def _their_rows(read: Any, request: Request, url_encoded: bool) -> tuple[dict[str, str], Counter[Any]] | str:
