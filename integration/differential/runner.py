@@ -579,8 +579,10 @@ def incremental_model(hudi: HudiTable, request: Request, commits: list[Instant])
     """The model of an incremental range (begin, end]: Hudi's time travel to its end, the rows whose commit is in
     the range (what its full-scan fallback answers too)."""
     end = commits.index(commits[request.commit])
-    selected = [c.requested_time for c in commits[request.begin:end + 1]]
     state = hudi.hudi.as_of(commits[end], with_meta_columns=True)
+    if request.begin == 0:  # from the earliest: every row time travel shows, archived commits' too
+        return state
+    selected = [c.requested_time for c in commits[request.begin:end + 1]]
     return state.where(F.col("_hoodie_commit_time").isin(selected))
 
 
