@@ -27,8 +27,11 @@ def test_the_readme_has_a_runnable_tour() -> None:
     assert len(tour) == 1 and 20 <= len(tour[0].splitlines()) <= 40, "the README's tour: one runnable sample"
 
 
-@pytest.mark.parametrize("reading_server", ["plain", "hudi"])
-@pytest.mark.parametrize("page", [p for p in PAGES if samples(p)], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(("page", "reading_server"), [
+    # CI reads every page on the server without Hudi's jars, and the README's tour on the Hudi server too
+    pytest.param(p, s, id=f"{p.relative_to(ROOT)}-{s}",
+                 marks=() if s == "plain" or p.name == "README.md" else (pytest.mark.full,))
+    for p in PAGES if samples(p) for s in ("plain", "hudi")])
 def test_runnable_samples_run_as_written(page: Path, reading_server: str, hudi_server_url: str,
                                          plain_server_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The reads (``sc://localhost:15003``) on the server without Hudi's jars, and again on the Hudi server.

@@ -32,6 +32,7 @@ SERVICES = {
 }
 
 
+@pytest.mark.full  # CI: the reverse-stream suite's checkpoints, and the kill suite's inline forwarding
 def test_hudi_writes_services_reads_and_cdc_work_beside_checkpoints(spark: SparkSession, local_base_path: str) -> None:
     table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
                              partition_by="part", table_type="MERGE_ON_READ", cdc="DATA_BEFORE_AFTER",

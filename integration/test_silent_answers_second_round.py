@@ -219,3 +219,26 @@ def test_a_mor_incremental_range_across_a_compaction_keeps_what_it_wrote(
     reader = TableReader(plain_spark, path)
     commits = list(reader.view.timeline().write_commits())
     assert {r.key for r in reader.incremental(commits[1], commits[-1]).collect()} == {4, 1, 2}
+
+
+@pytest.mark.full
+def test_an_archived_range_of_a_version_6_table_answers_by_hudis_full_scan_fallback(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path
+) -> None:
+    """The tester's seed 72102 (Hudi 1.2, 20 minutes), shrunk: a range from the earliest reaching archived commits
+    of a version-6 MOR table. Ours answers by Hudi's full-scan fallback (docs); Hudi's own default on version 6
+    is off, and then it reads the active timeline's part alone. The tester asks Hudi with the fallback on."""
+    scenario = Scenario(
+        shape(table_type="MERGE_ON_READ", version=6, hive_style=True, url_encode=True, index="RECORD_INDEX",
+              metadata=True, column_stats=True, archival=True),
+        (Write("insert", (Record(0, "a", 0, 490, "r", 9), Record(6, "a", 38, 741, "p", None),
+                          Record(7, "", None, 1823, "p", None))),
+         Write("upsert", (Record(5, "a", 0, -21, "r", None), Record(7, "", None, -126, "p", 6))),
+         Service("compact"),
+         Write("upsert", (Record(0, "a", None, 226, "p", None),))),
+        ((), (), (), (Request("incremental", None, commit=-1, begin=0, zone="Asia/Kolkata", spelling="sql",
+                              session_zone="America/Los_Angeles"),
+                      Request("incremental", None, commit=-4, begin=0, zone="Asia/Kolkata", spelling="sql"))))
+    path = str(tmp_path / "t")
+    run(spark, plain_spark, path, scenario)
+    assert {r.key for r in TableReader(plain_spark, path).incremental("earliest").collect()} == {0, 5, 6, 7}
