@@ -96,12 +96,9 @@ def _refuse_null_orderings(tables: list[pa.Table], deletes: pa.Table, ordering_t
     default (the Integer 0) cannot be compared with; a record alone for its key meets none."""
     null_keys = pa.concat_arrays([t.filter(pc.is_null(t[ORD]))[KEY].combine_chunks() for t in tables])
     ordered_deletes = deletes.filter(pc.is_valid(deletes[ORD]))
-    met = pc.is_in(pa.concat_arrays([*(t[KEY].combine_chunks() for t in tables),
-                                     ordered_deletes[KEY].combine_chunks().cast(pa.string())]),
-                   value_set=null_keys.unique())
     keys = pa.concat_arrays([*(t[KEY].combine_chunks() for t in tables),
-                             ordered_deletes[KEY].combine_chunks().cast(pa.string())]).filter(met)
-    counts = pc.value_counts(keys)
+                             ordered_deletes[KEY].combine_chunks().cast(pa.string())])
+    counts = pc.value_counts(keys.filter(pc.is_in(keys, value_set=null_keys.unique())))
     compared = [str(c["values"]) for c in counts.to_pylist() if c["counts"] > 1]
     if compared:
         raise UnsupportedTableFeatureError(
