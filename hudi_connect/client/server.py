@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
-from hudi_connect.client.server_loss import DEFAULT_SERVER_TIMEOUT, bound_server_wait, server_timeout
+from hudi_connect.client.server_loss import DEFAULT_SERVER_TIMEOUT, bound_server_wait, is_server_lost, server_timeout
 from hudi_connect.core.errors import ServerMisconfiguredError
 
 # The Hudi release hudi-connect is built and tested against (the harness provisions this one too).
@@ -141,6 +141,8 @@ def server_time_zone(spark: SparkSession) -> str:
         try:
             zone = spark.sql("SELECT reflect('java.time.ZoneId', 'systemDefault') AS zone").first()
         except Exception as refused:  # a server that forbids reflection: no guess at the zone
+            if is_server_lost(refused):
+                raise
             raise ServerMisconfiguredError(
                 "reading the server JVM's time zone (reflect('java.time.ZoneId', 'systemDefault')) was refused, "
                 "and a table whose timeline is on the writer's local clock needs it to place a datetime: give the "
