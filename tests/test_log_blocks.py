@@ -497,6 +497,18 @@ def _delete_block(records: list[dict[str, Any]], schema: dict[str, Any], version
     return only_block(encode_block(LogBlockType.DELETE, {HeaderKey.INSTANT_TIME: "20250101000000000"}, content))
 
 
+def test_a_delete_of_several_ordering_fields_as_hudi_1_2_wrote_it() -> None:
+    """The payloads of two delete blocks Hudi 1.2.0 wrote to a MOR table ordered by ``ts,ts2`` (ints): a delete
+    by key (its Integer 0 alone: natural) and a soft delete at (5, 1), an ``ArrayWrapper`` (a thirteenth branch of
+    the ordering value's union) of two IntWrappers, which is never Hudi's natural order."""
+    def block(payload: str) -> LogBlock:
+        content = bytes.fromhex(payload)
+        return only_block(encode_block(LogBlockType.DELETE, {HeaderKey.INSTANT_TIME: "20261129042830069"},
+                                       struct.pack(">ii", 3, len(content)) + content))
+    assert delete_records(block("02020233020261040000")) == [DeleteRecord("3", "a", 0, natural_order=True)]
+    assert delete_records(block("02020230020261180204040a04020000")) == [DeleteRecord("0", "a", (5, 1))]
+
+
 def test_delete_records_unwrap_ordering_values() -> None:
     def wrapped(name: str, value: object) -> tuple[str, dict[str, object]]:
         return (f"org.apache.hudi.avro.model.{name}", {"value": value})

@@ -104,3 +104,92 @@ def test_a_null_ordering_value_hudi_cannot_compare_is_refused_where_records_meet
     lone = pa.table({"v": ["k9@1"], KEY: ["k9"], ORD: pa.array([None], ordering_type), SEQ: pa.array([7], pa.int64())})
     both = LogRecords(pa.concat_tables([alone_logs.data, lone]), alone_logs.deletes)
     assert sorted(r["v"] for r in merge(alone_base, both).to_pylist()) == ["k0@1", "k9@1"]  # the null met none
+
+
+def several_fields_slice(keys: list[list[tuple[Any, Any]]], types: tuple[pa.DataType, pa.DataType],
+                         deletes: list[tuple[int, int, tuple[Any, Any] | None]] = ()) -> tuple[pa.Table, LogRecords]:
+    """As :func:`slice_of`, each ordering value a pair of fields (``ORD`` a struct); ``deletes``: (key, after
+    which of its log records, the delete's pair or None for a natural delete)."""
+    struct = pa.struct([("major", types[0]), ("minor", types[1])])
+
+    def pairs(values: list[tuple[Any, Any]]) -> pa.Array:
+        return pa.array([{"major": a, "minor": b} for a, b in values], struct)
+
+    base = pa.table({"v": [f"k{i}@0" for i in range(len(keys))], KEY: [f"k{i}" for i in range(len(keys))],
+                     ORD: pairs([values[0] for values in keys])})
+    log = [(f"k{i}", value, f"k{i}@{n}") for i, values in enumerate(keys) for n, value in enumerate(values[1:], 1)]
+    seqs = {(r[0], r[2]): 10 * n for n, r in enumerate(log)}
+    data = pa.table({"v": [r[2] for r in log], KEY: [r[0] for r in log], ORD: pairs([r[1] for r in log]),
+                     SEQ: pa.array([seqs[(r[0], r[2])] for r in log], pa.int64())})
+    marks = pa.table({KEY: pa.array([f"k{k}" for k, _, _ in deletes], pa.string()),
+                      ORD: pa.array([None if p is None else {"major": p[0], "minor": p[1]} for _, _, p in deletes],
+                                    struct),
+                      SEQ: pa.array([seqs[(f"k{k}", f"k{k}@{n}")] + 5 for k, n, _ in deletes], pa.int64())})
+    return base, LogRecords(data, marks)
+
+
+def several_fields_model(values: list[tuple[Any, Any]], deleted: dict[int, tuple[Any, Any] | None], key: int
+                         ) -> str | None:
+    """Hudi's fold of one key's records with two ordering fields compared field by field, a null field its
+    default 0: the incoming record wins unless the current one is greater. A delete after log record n is an
+    incoming record that leaves no row; a natural delete (None) always wins, and a later record replaces it."""
+    def order(pair: tuple[Any, Any]) -> tuple[Any, Any]:
+        return tuple(java_order(0 if v is None else v) for v in pair)  # type: ignore[return-value]
+
+    current: tuple[tuple[Any, Any] | None, str | None] = (values[0], f"k{key}@0")
+    # log records fold among themselves first, then meet the base record (Hudi's file group reader)
+    log: tuple[tuple[Any, Any] | None, str | None] | None = None
+    events: list[tuple[tuple[Any, Any] | None, str | None, bool]] = []
+    for n, value in enumerate(values[1:], 1):
+        events.append((value, f"k{key}@{n}", False))
+        if n in deleted:
+            events.append((deleted[n], None, True))
+    for value, label, is_delete in events:
+        if log is None:
+            log = (value, label)
+            continue
+        if is_delete and value is None:
+            log = (None, None)  # natural
+            continue
+        if log[0] is None and log[1] is None:  # after a natural delete, the next record replaces it; an
+            if not is_delete:                    # ordered delete before it leaves the key naturally deleted
+                log = (value, label)
+            continue
+        if not order(log[0]) > order(value):  # type: ignore[arg-type]
+            log = (value, label)
+    if log is None:
+        return current[1]
+    if log[0] is None and log[1] is None:
+        return None  # naturally deleted: the base record goes too
+    if order(current[0]) > order(log[0]):  # type: ignore[arg-type]
+        return current[1]
+    return log[1]
+
+
+PAIR = st.tuples(st.one_of(st.none(), st.integers(0, 2)), st.one_of(st.none(), st.integers(0, 2)))
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=["full", "partial"])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_several_ordering_fields_compare_field_by_field(merge: Any, data: st.DataObject) -> None:
+    keys = data.draw(st.lists(st.lists(PAIR, min_size=2, max_size=4), min_size=1, max_size=5))
+    deletes = [(k, n, data.draw(st.one_of(st.none(), PAIR.filter(lambda p: p[0] is not None))))
+               for k, values in enumerate(keys) for n in range(1, len(values)) if data.draw(st.integers(0, 2)) == 0]
+    deletes = [(k, n, p if p is None else (p[0], p[1] if p[1] is not None else 0)) for k, n, p in deletes]
+    base, logs = several_fields_slice(keys, (pa.int32(), pa.int32()), deletes)
+    got = sorted(r["v"] for r in merge(base, logs).to_pylist())
+    by_key: dict[int, dict[int, tuple[Any, Any] | None]] = {}
+    for k, n, p in deletes:
+        by_key.setdefault(k, {})[n] = p
+    expected = [several_fields_model(values, by_key.get(k, {}), k) for k, values in enumerate(keys)]
+    assert got == sorted(v for v in expected if v is not None)
+
+
+@pytest.mark.parametrize("merge", MERGES, ids=["full", "partial"])
+def test_several_ordering_fields_refuse_a_null_hudi_cannot_compare_where_records_meet(merge: Any) -> None:
+    base, logs = several_fields_slice([[(1, "a"), (1, None)]], (pa.int32(), pa.string()))
+    with pytest.raises(UnsupportedTableFeatureError, match="null ordering value"):
+        merge(base, logs)
+    base, logs = several_fields_slice([[(1, "a"), (2, "b")], [(3, "b"), (3, "a")]], (pa.int32(), pa.string()))
+    assert sorted(r["v"] for r in merge(base, logs).to_pylist()) == ["k0@1", "k1@0"]

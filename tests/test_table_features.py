@@ -109,7 +109,6 @@ REFUSALS = [
               "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"},
      ["payload class", "OverwriteNonDefaultsWithLatestAvroPayload"]),
     (V6_MOR, {"hoodie.compaction.payload.class": "com.example.MyPayload"}, ["payload class", "com.example.MyPayload"]),
-    (V9_MOR, {"hoodie.table.ordering.fields": "txn_ts,txn_id"}, ["ordering on several fields", "txn_ts,txn_id"]),
     (V9_MOR, {"hoodie.table.partial.update.mode": "FILL_UNAVAILABLE"}, ["partial updates", "FILL_UNAVAILABLE"]),
     (V9_MOR, {"hoodie.table.partial.update.mode": "KEEP_VALUES"}, ["partial updates", "KEEP_VALUES"]),
     (V9_MOR, {"hoodie.record.merge.property.hoodie.payload.delete.field": "Op"},

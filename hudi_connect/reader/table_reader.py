@@ -327,7 +327,7 @@ class TableReader:
             base_uri=self._base_path,
             output_schema=output_schema,
             record_key_fields=props.record_key_fields,
-            ordering_field=props.ordering_fields[0] if props.ordering_fields else None,
+            ordering_fields=props.ordering_fields,
             event_time_ordering=self.index.merge_mode is MergeMode.EVENT_TIME_ORDERING,
             field_prefixed_keys=self.key_encoding is KeyEncoding.FIELD_PREFIXED,
             partial_updates=self.index.partial_updates,

@@ -94,9 +94,10 @@ class Outcome:
 
 
 def schema(shape: Shape) -> str:
+    second = ", ts2 int" if shape.ordering_fields == 2 else ""
     return (f"key int, part {_SPARK_TYPES[shape.partition_type]}, "
             f"ts {_SPARK_TYPES[shape.ordering_type]}, t timestamp, v string, n int, "
-            "region string, ms bigint, _hoodie_is_deleted boolean")
+            f"region string, ms bigint, _hoodie_is_deleted boolean{second}")
 
 
 def writer_options(shape: Shape) -> dict[str, str]:
@@ -114,7 +115,7 @@ def writer_options(shape: Shape) -> dict[str, str]:
         "hoodie.datasource.write.recordkey.field": "key",
         "hoodie.datasource.write.partitionpath.field": partition_path,
         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen." + keygen,
-        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.precombine.field": "ts,ts2" if shape.ordering_fields == 2 else "ts",
         "hoodie.datasource.write.hive_style_partitioning": str(shape.hive_style).lower(),
         "hoodie.datasource.write.partitionpath.urlencode": str(shape.url_encode).lower(),
         "hoodie.metadata.enable": str(shape.metadata).lower(),
@@ -152,7 +153,8 @@ def writer_options(shape: Shape) -> dict[str, str]:
 def _row(shape: Shape, record: Record, deleted: bool) -> tuple[Any, ...]:
     return (record.key, record.part, ordering_value(shape.ordering_type, record.ts),
             EPOCH + dt.timedelta(minutes=record.t), record.v, record.n,
-            "ew"[record.key % 2], MS_2024 + record.t * 60_000, deleted)
+            "ew"[record.key % 2], MS_2024 + record.t * 60_000, deleted,
+            *((record.ts2,) if shape.ordering_fields == 2 else ()))
 
 
 def multi_writer_options(shape: Shape) -> dict[str, str]:

@@ -57,6 +57,7 @@ class Shape:
     key_generator: Literal["simple", "complex", "custom", "timestamp"] = "simple"
     cdc: Literal["off", "OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"] = "off"
     archival: bool = False  # Hudi's smallest archival window: earlier commits move to the archived timeline
+    ordering_fields: Literal[1, 2] = 1  # 2: ordered by ``ts`` then the int ``ts2`` (Hudi compares field by field)
 
     @property
     def is_mor(self) -> bool:
@@ -73,7 +74,8 @@ class Shape:
 @dataclass(frozen=True)
 class Record:
     """One row: ``key`` is the record key, ``part`` the partition column's value, ``ts`` the ordering value,
-    ``t`` a timestamp (minutes after 2024-01-01T00:00Z), ``v`` and ``n`` plain data."""
+    ``t`` a timestamp (minutes after 2024-01-01T00:00Z), ``v`` and ``n`` plain data, ``ts2`` the second
+    ordering field's value where the shape has two."""
 
     key: int
     part: Any
@@ -81,6 +83,7 @@ class Record:
     t: int
     v: str
     n: int | None
+    ts2: int | None = 0  # the second ordering field's value (shapes ordered by two fields)
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ def shapes(draw: st.DrawFn) -> Shape:
         key_generator=draw(st.sampled_from(["simple", "complex", "custom", "timestamp"])) if partitioned else "simple",
         cdc=draw(st.sampled_from(["off", "off", "OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"])),
         archival=draw(st.booleans()),
+        # Hudi orders by several fields from table version 8 (its ordering fields; v6 merges by payload)
+        ordering_fields=draw(st.sampled_from([1, 1, 2])) if version != 6 else 1,
     )
 
 
@@ -200,9 +205,13 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     specials = [None, 0, *(ORDERING_SPECIALS if shape.ordering_type == "double" else [])]
     orderings = st.one_of(st.integers(0, 40), st.integers(0, 40), st.sampled_from(specials))
 
+    # a second ordering field decides between equal first ones: few values, and nulls (Hudi's default 0)
+    seconds = st.one_of(st.integers(0, 3), st.none()) if shape.ordering_fields == 2 else st.just(0)
+
     def records(keys: list[int]) -> tuple[Record, ...]:
         return tuple(Record(k, parts[k], draw(orderings), draw(st.integers(-600, 2000)),
-                            draw(st.sampled_from(["p", "q", "r"])), draw(st.one_of(st.none(), st.integers(0, 9))))
+                            draw(st.sampled_from(["p", "q", "r"])), draw(st.one_of(st.none(), st.integers(0, 9))),
+                            draw(seconds))
                      for k in keys)
 
     first = Write("insert", records(sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=2, max_size=6))))))

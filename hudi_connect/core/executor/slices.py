@@ -66,7 +66,7 @@ class SliceReadConfig:
     base_uri: str
     output_schema: pa.Schema  # meta columns (if any) then data columns
     record_key_fields: tuple[str, ...]
-    ordering_field: str | None
+    ordering_fields: tuple[str, ...]  # compared field by field (Hudi's ArrayComparable) where several
     event_time_ordering: bool
     valid_instants: BlockValidity  # blocks of other instants are ignored (HUDI-2285)
     writer_schema_json: str | None = None  # Avro schema to read log records with
@@ -93,10 +93,19 @@ def record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
     return pc.binary_join_element_wise(*parts, ",").combine_chunks()
 
 
+def _ordering_values(table: pa.Table, config: SliceReadConfig, ord_type: pa.DataType) -> pa.Array:
+    """Each record's ordering value: its ordering field's, a struct of several fields' (in their order), or
+    null where the table has none (the merge then orders by position)."""
+    fields = [f for f in config.ordering_fields if f in table.column_names]
+    if not fields or len(fields) < len(config.ordering_fields):
+        return pa.nulls(table.num_rows, ord_type)
+    if len(fields) == 1:
+        return table[fields[0]]
+    return pa.StructArray.from_arrays([table[f].combine_chunks() for f in fields], fields=list(ord_type))
+
+
 def _with_merge_columns(table: pa.Table, config: SliceReadConfig, first_seq: int, ord_type: pa.DataType) -> pa.Table:
-    ordering = (
-        table[config.ordering_field] if config.ordering_field else pa.nulls(table.num_rows, ord_type)
-    )
+    ordering = _ordering_values(table, config, ord_type)
     return (
         table.append_column(KEY, record_keys(table, config))
         .append_column(ORD, ordering)
@@ -105,9 +114,23 @@ def _with_merge_columns(table: pa.Table, config: SliceReadConfig, first_seq: int
 
 
 def _ordering_type(config: SliceReadConfig) -> pa.DataType:
-    if config.ordering_field and config.ordering_field in config.output_schema.names:
-        return config.output_schema.field(config.ordering_field).type
-    return pa.int64()
+    fields = [config.output_schema.field(f) for f in config.ordering_fields if f in config.output_schema.names]
+    if not fields or len(fields) < len(config.ordering_fields):
+        return pa.int64()
+    return fields[0].type if len(fields) == 1 else pa.struct(fields)
+
+
+def _delete_ordering(value: object, ord_type: pa.DataType, where: str) -> object:
+    """A delete record's ordering value as the merge's ordering column holds it: a dict of the fields where
+    several (Hudi writes one value per field)."""
+    if not pa.types.is_struct(ord_type) or value is None:
+        return value
+    names = [f.name for f in ord_type]
+    if not isinstance(value, tuple) or len(value) != len(names):
+        raise UnsupportedTableFeatureError(
+            "a delete's ordering value unlike the table's ordering fields", "delete record orderingVal",
+            repr(value), where=where, detail=f"the table orders by {len(names)} fields: {', '.join(names)}")
+    return dict(zip(names, value, strict=True))
 
 
 def refuse_unsupported_block(block: LogBlock, uri: str) -> None:
@@ -167,7 +190,8 @@ def _read_logs(config: SliceReadConfig, partition: str, blocks: list[LogBlock], 
         elif block.block_type is LogBlockType.DELETE:
             for record in delete_records(block):
                 delete_keys.append(record.record_key)
-                delete_ords.append(None if record.natural_order else record.ordering_value)
+                delete_ords.append(None if record.natural_order else
+                                   _delete_ordering(record.ordering_value, ord_type, f"partition {partition!r}"))
                 delete_seqs.append(seq)
                 seq += 1
     empty = _with_merge_columns(config.output_schema.empty_table(), config, 0, ord_type)

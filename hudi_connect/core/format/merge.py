@@ -17,6 +17,7 @@ Ordering values compare as Hudi's merger compares them (``Comparable.compareTo``
 :func:`comparable_orderings`): a float or double by ``Double.compareTo`` (NaN above every number, -0.0 below
 0.0), and a null ordering value of a record as Hudi's default ordering value, the Integer 0, which an int (or a
 date, an int of days) compares with and every other type fails to (Hudi's read fails; ours refuses by name).
+Several ordering fields compare as Hudi's ``ArrayComparable``: field by field, each by those rules.
 
 Imports only pyarrow and the library's errors, so it runs inside Python workers.
 """
@@ -72,33 +73,88 @@ def comparable_orderings(base: pa.Table | None, logs: LogRecords) -> tuple[pa.Ta
 
     A record's null ordering value is Hudi's default, the Integer 0: an int or date ordering field compares
     it as 0 (the epoch), any other type cannot, and a key whose records meet so is refused by name (Hudi's read
-    of it fails). A delete's null ordering value stays null: a natural delete, ordered by position."""
+    of it fails). A delete's null ordering value stays null: a natural delete, ordered by position.
+
+    Several ordering fields (``ORD`` a struct of them) compare as Hudi's ``ArrayComparable``: field by field,
+    the first that differs deciding, each field's null Hudi's default as above; their values become one int64
+    rank per record, in that order, over the slice's records and deletes."""
     data = logs.data.combine_chunks()
     ordering_type = data.schema.field(ORD).type
     tables = [data] + ([base.combine_chunks()] if base is not None else [])
-    if any(t[ORD].null_count for t in tables):
-        if _hudi_default_fills(ordering_type):
-            zero = pa.scalar(0, pa.int32()).cast(ordering_type)
-            tables = [t.set_column(t.schema.get_field_index(ORD), ORD, pc.fill_null(t[ORD], zero)) for t in tables]
-        else:
-            _refuse_null_orderings(tables, logs.deletes, ordering_type)
-    tables = [t.set_column(t.schema.get_field_index(ORD), ORD, _ordering_keys(t[ORD].combine_chunks()))
-              for t in tables]
     deletes = logs.deletes.combine_chunks()
-    deletes = deletes.set_column(deletes.schema.get_field_index(ORD), ORD,
-                                 _ordering_keys(deletes[ORD].combine_chunks().cast(ordering_type)))
+    ordered = pc.is_valid(deletes[ORD])  # a natural delete carries no ordering value
+    ordered_deletes = deletes.filter(ordered)
+    values = [t[ORD].combine_chunks() for t in tables] + [ordered_deletes[ORD].combine_chunks().cast(ordering_type)]
+    keys = [t[KEY].combine_chunks() for t in tables] + [ordered_deletes[KEY].combine_chunks().cast(pa.string())]
+    fields = list(ordering_type) if pa.types.is_struct(ordering_type) else [pa.field(ORD, ordering_type)]
+    per_field = []
+    for i, field in enumerate(fields):
+        columns = [_child(v, i) for v in values]
+        if any(c.null_count for c in columns):
+            if _hudi_default_fills(field.type):
+                zero = pa.scalar(0, pa.int32()).cast(field.type)
+                columns = [pc.fill_null(c, zero) for c in columns]
+            else:
+                _refuse_null_orderings(keys, [c.is_null() for c in columns], field.type)
+        per_field.append([_ordering_keys(c) for c in columns])
+    comparable = per_field[0] if len(fields) == 1 else _lexicographic_ranks(per_field)
+    tables = [t.set_column(t.schema.get_field_index(ORD), ORD, c) for t, c in zip(tables, comparable, strict=False)]
+    # the ordered deletes' values back in place, natural deletes' nulls kept (a null index takes a null)
+    positions = pc.subtract(pc.cumulative_sum(ordered.cast(pa.int64())), 1)
+    delete_values = comparable[-1].take(pc.if_else(ordered, positions, pa.scalar(None, pa.int64())))
+    deletes = deletes.set_column(deletes.schema.get_field_index(ORD), ORD, delete_values)
     merged_base = tables[1] if base is not None else None
     return merged_base, LogRecords(tables[0], deletes, logs.partial_blocks)
 
 
-def _refuse_null_orderings(tables: list[pa.Table], deletes: pa.Table, ordering_type: pa.DataType) -> None:
+def commit_time_orderings(base: pa.Table | None, logs: LogRecords) -> tuple[pa.Table | None, LogRecords]:
+    """``base`` and ``logs`` for a merge by commit time, where ordering values decide nothing: each becomes 0
+    (an int64) or stays null, since a delete without one is still a natural delete."""
+    def positional(table: pa.Table) -> pa.Table:
+        present = pc.is_valid(table[ORD])
+        zeros = pc.if_else(present, pa.scalar(0, pa.int64()), pa.scalar(None, pa.int64()))
+        return table.set_column(table.schema.get_field_index(ORD), ORD, zeros)
+    return (positional(base) if base is not None else None,
+            LogRecords(positional(logs.data), positional(logs.deletes), logs.partial_blocks))
+
+
+def _child(values: pa.Array, index: int) -> pa.Array:
+    """One ordering field's values: the struct's child (with the struct's nulls), or the values themselves."""
+    if not pa.types.is_struct(values.type):
+        return values
+    return pc.struct_field(values, [index])
+
+
+def _lexicographic_ranks(per_field: list[list[pa.Array]]) -> list[pa.Array]:
+    """Each record's rank (int64) among all records' ordering values compared field by field, for arrays given
+    per field (each field's arrays in the same order of tables)."""
+    sizes = [len(a) for a in per_field[0]]
+    ranks = pa.table({str(i): pc.rank(pa.concat_arrays(arrays), tiebreaker="dense")
+                      for i, arrays in enumerate(per_field)})
+    if ranks.num_rows == 0:
+        return [pa.array([], pa.int64()) for _ in sizes]
+    order = pc.sort_indices(ranks, sort_keys=[(name, "ascending") for name in ranks.column_names])
+    ordered = ranks.take(order)
+    differs = pa.array([False] * (ordered.num_rows - 1), pa.bool_())
+    for name in ordered.column_names:
+        column = ordered[name].combine_chunks()
+        differs = pc.or_(differs, pc.not_equal(column.slice(1), column.slice(0, ordered.num_rows - 1)))
+    starts = pa.concat_arrays([pa.array([False]), differs]).cast(pa.int64())
+    combined = pc.cumulative_sum(starts).take(pc.sort_indices(order))  # back in the records' order
+    out, offset = [], 0
+    for size in sizes:
+        out.append(combined.slice(offset, size))
+        offset += size
+    return out
+
+
+def _refuse_null_orderings(keys: list[pa.Array], nulls: list[pa.Array], ordering_type: pa.DataType) -> None:
     """Refuse a key whose records meet in the merge while one has a null ordering value of a type Hudi's
-    default (the Integer 0) cannot be compared with; a record alone for its key meets none."""
-    null_keys = pa.concat_arrays([t.filter(pc.is_null(t[ORD]))[KEY].combine_chunks() for t in tables])
-    ordered_deletes = deletes.filter(pc.is_valid(deletes[ORD]))
-    keys = pa.concat_arrays([*(t[KEY].combine_chunks() for t in tables),
-                             ordered_deletes[KEY].combine_chunks().cast(pa.string())])
-    counts = pc.value_counts(keys.filter(pc.is_in(keys, value_set=null_keys.unique())))
+    default (the Integer 0) cannot be compared with; a record alone for its key meets none. ``keys`` and
+    ``nulls`` (which records hold such a null) per table: the data, the base and the ordered deletes."""
+    null_keys = pa.concat_arrays([k.filter(n) for k, n in zip(keys, nulls, strict=True)])
+    every = pa.concat_arrays(keys)
+    counts = pc.value_counts(every.filter(pc.is_in(every, value_set=null_keys.unique())))
     compared = [str(c["values"]) for c in counts.to_pylist() if c["counts"] > 1]
     if compared:
         raise UnsupportedTableFeatureError(
@@ -134,8 +190,7 @@ def merge_slice(
     ``base`` has the output columns plus KEY and ORD. Sequence numbers in ``logs``
     must grow with log order; base rows count as older than every log row.
     """
-    if event_time_ordering:
-        base, logs = comparable_orderings(base, logs)
+    base, logs = (comparable_orderings if event_time_ordering else commit_time_orderings)(base, logs)
     data, deletes = logs.data, logs.deletes
     helper = [KEY, ORD, SEQ, KIND]
     output_columns = [c for c in data.column_names if c not in helper]
@@ -245,8 +300,7 @@ def merge_slice_partial(
     A sequential fold in Python over row indices (values stay in Arrow): partial updates do not
     commute, so the vectorised last-writer-wins of :func:`merge_slice` does not apply.
     """
-    if event_time_ordering:
-        base, logs = comparable_orderings(base, logs)
+    base, logs = (comparable_orderings if event_time_ordering else commit_time_orderings)(base, logs)
     data, deletes = logs.data, logs.deletes
     helper = [KEY, ORD, SEQ, KIND]
     output_columns = [c for c in data.column_names if c not in helper]

@@ -273,9 +273,6 @@ def unsupported_features(props: TableProperties) -> list[TableFeature]:
         _, merge_feature = merge_mode(props)
         if merge_feature is not None:
             found.append(merge_feature)
-        if len(props.ordering_fields) > 1:
-            found.append(TableFeature("ordering on several fields", "hoodie.table.ordering.fields",
-                                      ",".join(props.ordering_fields)))
         _, partial_feature = partial_updates(props)
         if partial_feature is not None:
             found.append(partial_feature)

@@ -146,14 +146,21 @@ def _delete_record_list_schema(ordering_branches: list[Any]) -> dict[str, Any]:
             "fields": [{"name": "deleteRecordList", "type": {"type": "array", "items": record}}]}
 
 
+_ARRAY_WRAPPER = "ArrayWrapper"
+
+
 @lru_cache(maxsize=1)
-def _delete_record_list_schemas() -> tuple[Any, Any]:
-    """HoodieDeleteRecordList as the Hudi releases that wrote the fixture tables (table versions 6 and 9)
-    write it, one wrapped ordering value; then the layout on Hudi's master branch, an array of wrapped values
-    (one per ordering field), which no fixture holds yet."""
+def _delete_record_list_schemas() -> tuple[Any, ...]:
+    """HoodieDeleteRecordList as Hudi releases write it: up to 1.1, one wrapped ordering value; 1.2, one
+    wrapped value or, for a table of several ordering fields, an ``ArrayWrapper`` of them (a thirteenth union
+    branch); Hudi's master branch, an array of wrapped values (one per ordering field)."""
     one_value = _delete_record_list_schema(_ORDERING_WRAPPERS)
+    names = [f"org.apache.hudi.avro.model.{w['name']}" for w in _ORDERING_WRAPPERS]
+    array_wrapper = {"type": "record", "name": _ARRAY_WRAPPER, "fields": [
+        {"name": "wrappedValues", "type": ["null", {"type": "array", "items": ["null", *names]}], "default": None}]}
+    wrapped_values = _delete_record_list_schema([*_ORDERING_WRAPPERS, array_wrapper])
     several_values = _delete_record_list_schema([{"type": "array", "items": ["null", *_ORDERING_WRAPPERS]}])
-    return fastavro.parse_schema(one_value), fastavro.parse_schema(several_values)
+    return tuple(fastavro.parse_schema(s) for s in (one_value, wrapped_values, several_values))
 
 
 def delete_records(block: LogBlock) -> list[DeleteRecord]:
@@ -201,6 +208,13 @@ def _delete_record(item: dict[str, Any], where: str) -> DeleteRecord:
     if item["recordKey"] is None:
         raise LogDecodeError(f"{where}: a delete record has no record key")
     wrapped = item["orderingVal"]
+    if isinstance(wrapped, tuple) and str(wrapped[0]).endswith(_ARRAY_WRAPPER):
+        # several ordering fields' values (Hudi's ArrayComparable), never the default that marks a natural delete
+        values = wrapped[1]["wrappedValues"]
+        if values is None:
+            return DeleteRecord(item["recordKey"], item["partitionPath"] or "", None, True)
+        unwrapped = [_unwrap(v) for v in values]
+        return DeleteRecord(item["recordKey"], item["partitionPath"] or "", tuple(unwrapped), False)
     values = wrapped if isinstance(wrapped, list) else [wrapped]
     unwrapped = [_unwrap(v) for v in values]
     natural = all(v is None or _is_integer_zero(v) for v in values)
