@@ -2,16 +2,20 @@
 1.2's own read of the same table, plus the rows it must return, so that a test cannot pass on an empty answer:
 
 - several ordering fields on MOR (``precombine.field = 'ts,ts2'``): log records merged with the base and with
-  each other field by field, as Hudi's ``ArrayComparable`` compares them (a null field as Hudi's default 0).
+  each other field by field, as Hudi's ``ArrayComparable`` compares them (a null field as Hudi's default 0);
+- log compaction on MOR (``hoodie.log.compaction.inline``): a compacted block read in place of the blocks it
+  merged, in every read, and the blocks themselves in a time travel from before it.
 """
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from hudi_connect.core.format.log.format import HeaderKey, read_log_blocks
 from hudi_connect.reader import TableReader
 from integration.differential.scenario import Record, Request, Scenario, Service, Write
 from integration.test_silent_answers import run, shape
@@ -45,3 +49,40 @@ def test_several_ordering_fields_on_mor_merge_field_by_field_as_hudi(
     run(spark, plain_spark, path, scenario)
     assert {(r.key, r.v) for r in TableReader(plain_spark, path).snapshot().collect()} == {
         (0, "second"), (1, "tie"), (2, "base")}
+
+
+def compacted_blocks(path: str) -> list[str]:
+    """The instants each compacted log block of the table at ``path`` replaces."""
+    return [block.headers[HeaderKey.COMPACTED_BLOCK_TIMES]
+            for name in glob.glob(f"{path}/**/.*.log.*", recursive=True) if not name.endswith(".crc")
+            for block in read_log_blocks(Path(name).read_bytes(), source=name)
+            if HeaderKey.COMPACTED_BLOCK_TIMES in block.headers]
+
+
+@pytest.mark.parametrize(("merge", "cdc"), [("event_time", "DATA_BEFORE_AFTER"),
+                                             pytest.param("commit_time", "off", marks=pytest.mark.full)])
+def test_log_compacted_mor_reads_equal_hudis(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, merge: str, cdc: str
+) -> None:
+    """Four upserts of one file group, each its own log block; Hudi compacts the log after a write that leaves two
+    blocks or more, so later reads meet compacted blocks, one compacting another; a late record (ts 1) and a
+    delete among them, and a time travel before each compaction."""
+    every = (Request("snapshot", None), Request("read_optimized", None), Request("as_of", None, commit=-2),
+             Request("as_of", None, commit=-3), Request("incremental", None, begin=1),
+             Request("incremental", None, begin=2, commit=-2),
+             *((Request("changes", None, begin=1), Request("changes", None, begin=0)) if cdc != "off" else ()))
+    scenario = Scenario(
+        shape(table_type="MERGE_ON_READ", index="BLOOM", merge=merge, cdc=cdc, log_compaction=True),
+        (Write("insert", tuple(Record(k, "a", 5, k, "base", k) for k in range(4))),
+         Write("upsert", (Record(0, "a", 6, 10, "one", 0),)),
+         Write("upsert", (Record(1, "a", 6, 11, "two", 1), Record(0, "a", 1, 12, "late", 0))),
+         Write("delete", (Record(2, "a", 7, 13, "gone", 2),)),
+         Write("upsert", (Record(3, "a", 8, 14, "four", 3), Record(2, "a", 8, 15, "back", 2))),
+         Write("upsert", (Record(1, "a", 9, 16, "five", 1),))),
+        (every[:1], tuple(r for r in every if r.commit > -3 and r.begin < 2), every, every, every, every))
+    path = str(tmp_path / "t")
+    run(spark, plain_spark, path, scenario)
+    assert compacted_blocks(path), "Hudi compacted no log block: the test would not read one"
+    late = "one" if merge == "event_time" else "late"
+    assert {(r.key, r.v) for r in TableReader(plain_spark, path).snapshot().collect()} == {
+        (0, late), (1, "five"), (2, "back"), (3, "four")}

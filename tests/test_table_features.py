@@ -13,7 +13,7 @@ from hudi_connect_stack.testing.fixture_tables import fixture_names, fixtures_di
 
 from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.executor.listing import PartitionFilter
-from hudi_connect.core.executor.slices import SliceReadConfig, record_keys, refuse_unsupported_block
+from hudi_connect.core.executor.slices import SliceReadConfig, record_keys
 from hudi_connect.core.format.commit_metadata import CommitMetadata
 from hudi_connect.core.format.expressions import col
 from hudi_connect.core.format.fs_view import StoredFile, parse_data_file
@@ -232,14 +232,7 @@ def block(**headers: str) -> LogBlock:
     return LogBlock(LogBlockType.AVRO_DATA, 1, {HeaderKey(k): v for k, v in headers.items()}, {}, 0, 0, b"")
 
 
-def test_log_blocks_that_need_an_unimplemented_merge_are_refused() -> None:
-    refuse_unsupported_block(block(INSTANT_TIME="20250101000000000", IS_PARTIAL="false"), "f.log")
-    refuse_unsupported_block(block(INSTANT_TIME="20250101000000000", IS_PARTIAL="true"), "f.log")  # merged now
-    with pytest.raises(UnsupportedTableFeatureError, match=r"log compaction.*20250101000000000"):
-        refuse_unsupported_block(block(COMPACTED_BLOCK_TIMES="20250101000000000"), "f.log")
-
-
-def test_schema_on_read_is_refused_in_change_queries_and_log_compaction_everywhere() -> None:
+def test_schema_on_read_is_refused_in_change_queries_and_a_pending_log_compaction_read_past() -> None:
     check_commit_readable({"schema": "{}"}, instant="20250101000000000")
     with pytest.raises(UnsupportedTableFeatureError, match="schema-on-read evolution in change queries"):
         check_commit_readable({"latest_schema": '{"max_column_id": 3}'}, instant="20250101000000000")
@@ -247,10 +240,7 @@ def test_schema_on_read_is_refused_in_change_queries_and_log_compaction_everywhe
     pending = Instant("20250102000000000", Action.LOG_COMPACTION, InstantState.REQUESTED)
     metadata = {commit: CommitMetadata("UPSERT", (), {}, {})}
     check_timeline_readable(Timeline((commit,)), metadata)
-    with pytest.raises(UnsupportedTableFeatureError, match="log compaction"):
-        check_timeline_readable(Timeline((commit, pending)), metadata)
-    with pytest.raises(UnsupportedTableFeatureError, match="log compaction"):
-        check_timeline_readable(Timeline((commit, pending)), metadata, schema_on_read=True)
+    check_timeline_readable(Timeline((commit, pending)), metadata)  # its blocks are of a pending instant
     # the snapshot readers and listing match columns by id (hudi_connect.core.format.internal_schema)
     evolved = {commit: CommitMetadata("UPSERT", (), {}, {"latest_schema": '{"max_column_id": 3}'})}
     check_timeline_readable(Timeline((commit,)), evolved, schema_on_read=True)

@@ -1,12 +1,12 @@
 """The differential tester: random tables, histories and requests, ours against Hudi's own reads.
 
-From a seed, Hypothesis draws a table's shape (COW/MOR, table version, partition column type, hive-style
-and URL-encoded paths, ordering type, one or two ordering fields, merge mode, index, metadata table and column
-statistics), a history (inserts, upserts with late and equal ordering values, deletes by operation and by
-``_hoodie_is_deleted``, re-inserts, insert_overwrite, compaction, clustering, clean) and requests after every
-step (snapshot, read-optimized, time travel, incremental ranges, each with a predicate users write: mismatched literal
-types, naive and aware timestamps from a client in another zone, dates as strings). Every answer must equal
-Hudi's read of the same table, or be refused by name.
+From a seed, Hypothesis draws a table's shape (COW/MOR, table version, partition column type, hive-style and
+URL-encoded paths, ordering type, one or two ordering fields, log compaction, merge mode, index, metadata table
+and column statistics), a history (inserts, upserts with late and equal ordering values, deletes by operation
+and by ``_hoodie_is_deleted``, re-inserts, insert_overwrite, compaction, clustering, clean) and requests after
+every step (snapshot, read-optimized, time travel, incremental ranges, each with a predicate users write:
+mismatched literal types, naive and aware timestamps from a client in another zone, dates as strings). Every
+answer must equal Hudi's read of the same table, or be refused by name.
 
 - ``integration/test_differential.py``: CI's fixed seeds; under ``--full`` a run of
   ``HUDI_CONNECT_DIFFERENTIAL_MINUTES`` (default 10);

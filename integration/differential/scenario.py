@@ -58,6 +58,8 @@ class Shape:
     cdc: Literal["off", "OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"] = "off"
     archival: bool = False  # Hudi's smallest archival window: earlier commits move to the archived timeline
     ordering_fields: Literal[1, 2] = 1  # 2: ordered by ``ts`` then the int ``ts2`` (Hudi compares field by field)
+    # MOR: Hudi's log compaction after every write, where a file slice has two log blocks or more
+    log_compaction: bool = False
 
     @property
     def is_mor(self) -> bool:
@@ -189,6 +191,7 @@ def shapes(draw: st.DrawFn) -> Shape:
         archival=draw(st.booleans()),
         # Hudi orders by several fields from table version 8 (its ordering fields; v6 merges by payload)
         ordering_fields=draw(st.sampled_from([1, 1, 2])) if version != 6 else 1,
+        log_compaction=table_type == "MERGE_ON_READ" and draw(st.booleans()),
     )
 
 

@@ -133,36 +133,43 @@ def _delete_ordering(value: object, ord_type: pa.DataType, where: str) -> object
     return dict(zip(names, value, strict=True))
 
 
-def refuse_unsupported_block(block: LogBlock, uri: str) -> None:
-    """Raise for a log block whose headers ask for a merge the readers do not implement."""
-    if block.headers.get(HeaderKey.COMPACTED_BLOCK_TIMES):
-        raise UnsupportedTableFeatureError("log compaction (a block that replaces the blocks it merged)",
-                                           "log block header COMPACTED_BLOCK_TIMES",
-                                           block.headers[HeaderKey.COMPACTED_BLOCK_TIMES], where=uri)
-
-
 def _is_partial(block: LogBlock) -> bool:
     return block.headers.get(HeaderKey.IS_PARTIAL, "").lower() == "true"
 
 
 def _merged_blocks(config: SliceReadConfig, partition: str, log_files: list[str]) -> list[LogBlock]:
-    """The data and delete blocks a slice's merge reads, in log order: of valid instants, not rolled back."""
-    blocks = []
+    """The data and delete blocks a slice's merge reads, in the order Hudi's log reader merges them
+    (``BaseHoodieLogRecordReader.scanInternal``): of valid instants, not rolled back, grouped by instant in the
+    order each instant's first block arrived, and a log compaction's block (``COMPACTED_BLOCK_TIMES``: the
+    instants whose blocks it merged) in place of the blocks it compacted, at the latest of them. A time travel
+    from before the log compaction reads the original blocks: the compacted block's instant is not valid there."""
+    by_instant: dict[str, list[LogBlock]] = {}  # in the order of each instant's first block
     rolled_back: set[str] = set()
     for name in log_files:
         uri = join(config.base_uri, partition, name)
         with planned_file(uri, planned_at=config.planned_at):
             content = read_bytes(uri)
         for block in read_log_blocks(content, source=uri):
-            refuse_unsupported_block(block, uri)
             if block.block_type is LogBlockType.COMMAND:
                 target = rollback_target(block)
                 if target:
                     rolled_back.add(target)
-            elif block.block_type is not LogBlockType.CORRUPT:
-                blocks.append(block)
-    return [b for b in blocks if b.instant_time is not None and b.instant_time in config.valid_instants
-            and b.instant_time not in rolled_back]
+            elif block.block_type is not LogBlockType.CORRUPT and block.instant_time is not None \
+                    and block.instant_time in config.valid_instants:
+                by_instant.setdefault(block.instant_time, []).append(block)
+    instants = [i for i in by_instant if i not in rolled_back]
+    compacted_into: dict[str, str] = {}  # an instant's blocks -> the last log compaction holding them
+    merged: list[str] = []  # the instants whose blocks are merged, newest first
+    for instant in reversed(instants):
+        compacted = by_instant[instant][0].headers.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+        if compacted:
+            for original in compacted.split(","):
+                compacted_into[original.strip()] = compacted_into.get(instant, instant)
+            continue
+        chosen = compacted_into.get(instant, instant)
+        if chosen not in merged:
+            merged.append(chosen)
+    return [block for instant in reversed(merged) for block in by_instant[instant]]
 
 
 def _read_logs(config: SliceReadConfig, partition: str, blocks: list[LogBlock], ord_type: pa.DataType) -> LogRecords:

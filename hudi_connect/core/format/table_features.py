@@ -25,7 +25,7 @@ from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.format.commit_metadata import CommitMetadata
 from hudi_connect.core.format.internal_schema import LATEST_SCHEMA_KEY, uses_schema_on_read
 from hudi_connect.core.format.table_config import TableProperties
-from hudi_connect.core.format.timeline import Action, Instant, Timeline
+from hudi_connect.core.format.timeline import Instant, Timeline
 
 
 class MergeMode(StrEnum):
@@ -349,13 +349,9 @@ def check_commit_readable(extra_metadata: Mapping[str, str], *, instant: str, wh
 
 def check_timeline_readable(timeline: Timeline, metadata: Mapping[Instant, CommitMetadata], *,
                             where: str = "the table", schema_on_read: bool = False) -> None:
-    """Refuse a timeline with log compaction (its blocks replace others), or a commit that needs schema on read
-    unless the caller reads columns by id (``schema_on_read``: the snapshot readers and listing do)."""
-    for instant in timeline:
-        if instant.action is Action.LOG_COMPACTION:
-            raise UnsupportedTableFeatureError(
-                "log compaction (compacted log blocks replace the blocks they merged)", "timeline action",
-                f"{instant.requested_time}.{instant.action.value}", where=where)
+    """Refuse a commit that needs schema on read unless the caller reads columns by id (``schema_on_read``: the
+    snapshot readers and listing do). (A pending log compaction is read past: its blocks are of an instant not
+    completed, which no reader merges.)"""
     if schema_on_read:
         return
     for instant, commit in metadata.items():
