@@ -35,7 +35,7 @@ class _States:
 
 
 def _config(schema: pa.Schema) -> SliceReadConfig:
-    return SliceReadConfig(base_uri="file:///t", output_schema=schema, record_key_fields=("id",), ordering_field=None,
+    return SliceReadConfig(base_uri="file:///t", output_schema=schema, record_key_fields=("id",), ordering_fields=(),
                            event_time_ordering=False, valid_instants=BlockValidity(frozenset()))
 
 

@@ -26,7 +26,7 @@ def read_locally(base: Path, view: LocalTableView, as_of: str | None = None) -> 
     schema = record_schema(writer_schema, meta_fields=view.properties.populate_meta_fields)
     config = SliceReadConfig(
         base_uri=str(base), output_schema=schema, record_key_fields=view.properties.record_key_fields,
-        ordering_field=(view.properties.ordering_fields or (None,))[0],
+        ordering_fields=view.properties.ordering_fields,
         event_time_ordering=view.properties.record_merge_mode != "COMMIT_TIME_ORDERING",
         valid_instants=valid_block_instants(view.timeline, as_of),
     )
@@ -122,7 +122,7 @@ def test_a_planned_file_gone_when_read_is_refused_by_name(tmp_path: Path, kind: 
     schema = record_schema(view.metadata[latest].schema_json or "", meta_fields=True)
     config = SliceReadConfig(base_uri=str(base), output_schema=schema,
                              record_key_fields=view.properties.record_key_fields,
-                             ordering_field=(view.properties.ordering_fields or (None,))[0],
+                             ordering_fields=view.properties.ordering_fields,
                              event_time_ordering=True, valid_instants=valid_block_instants(view.timeline, None),
                              planned_at=latest.requested_time)
     slices = file_slices_at(view.files, view.timeline, table_version=view.properties.version)

@@ -190,11 +190,11 @@ def test_record_key_encoding() -> None:
 
 def test_keys_built_from_data_spell_nulls_and_empties_as_hudi_does() -> None:
     table = pa.table({"a": pa.array([1, None, 3]), "b": pa.array(["x", "y", ""])})
-    config = SliceReadConfig("file:///t", table.schema, ("a", "b"), None, True, frozenset())
+    config = SliceReadConfig("file:///t", table.schema, ("a", "b"), (), True, frozenset())
     assert record_keys(table, config).to_pylist() == ["a:1,b:x", "a:__null__,b:y", "a:3,b:__empty__"]
-    one = SliceReadConfig("file:///t", table.schema, ("a",), None, True, frozenset(), field_prefixed_keys=True)
+    one = SliceReadConfig("file:///t", table.schema, ("a",), (), True, frozenset(), field_prefixed_keys=True)
     assert record_keys(table, one).to_pylist() == ["a:1", "a:__null__", "a:3"]
-    bare = SliceReadConfig("file:///t", table.schema, ("a",), None, True, frozenset())
+    bare = SliceReadConfig("file:///t", table.schema, ("a",), (), True, frozenset())
     assert record_keys(table, bare).to_pylist() == ["1", None, "3"]
 
 
