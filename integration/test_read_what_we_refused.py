@@ -86,3 +86,27 @@ def test_log_compacted_mor_reads_equal_hudis(
     late = "one" if merge == "event_time" else "late"
     assert {(r.key, r.v) for r in TableReader(plain_spark, path).snapshot().collect()} == {
         (0, late), (1, "five"), (2, "back"), (3, "four")}
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", pytest.param("COPY_ON_WRITE", marks=pytest.mark.full)])
+def test_a_bootstrapped_table_reads_equal_hudis(
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, table_type: str
+) -> None:
+    """A Parquet folder of two hive-style partitions made a table by Hudi's metadata-only bootstrap (skeleton
+    files joined with their source files by position, the partition column read from the path), then upserts,
+    a delete and a compaction on it."""
+    every = (Request("snapshot", None), Request("as_of", None, commit=-1), Request("incremental", None, begin=0),
+             Request("snapshot", ("cmp", "=", "part", "b")),
+             *((Request("read_optimized", None),) if table_type == "MERGE_ON_READ" else ()))
+    later = (*every, Request("as_of", None, commit=-2), Request("incremental", None, begin=1))
+    scenario = Scenario(
+        shape(table_type=table_type, index="BLOOM", hive_style=True),
+        (Write("bootstrap", tuple(Record(k, "ab"[k % 2], 5, k, "source", k) for k in range(6))),
+         Write("upsert", (Record(1, "b", 6, 10, "one", 1), Record(7, "b", 6, 11, "new", 7))),
+         Write("delete", (Record(2, "a", 7, 12, "gone", 2),)),
+         *((Service("compact"),) if table_type == "MERGE_ON_READ" else ())),
+        (every, later, later, later)[:4 if table_type == "MERGE_ON_READ" else 3])
+    path = str(tmp_path / "t")
+    run(spark, plain_spark, path, scenario)
+    assert {(r.key, r.v) for r in TableReader(plain_spark, path).snapshot().collect()} == {
+        (0, "source"), (1, "one"), (3, "source"), (4, "source"), (5, "source"), (7, "new")}

@@ -92,7 +92,6 @@ REFUSALS = [
     (V9_MOR, {"hoodie.table.format": "iceberg"}, ["table format plug-in", "iceberg"]),
     (V9_MOR, {"hoodie.timeline.layout.version": "1"}, ["timeline layout"]),
     (V9_MOR, {"hoodie.partition.metafile.use.base.format": "true"}, ["partition metadata files"]),
-    (V9_MOR, {"hoodie.bootstrap.base.path": "s3a://source/table"}, ["bootstrapped", "s3a://source/table"]),
     (V9_MOR, {"hoodie.datasource.write.drop.partition.columns": "true"}, ["partition columns dropped"]),
     (V9_MOR, {"hoodie.datasource.write.slash.separated.date.partitioning": "true"}, ["slash-separated"]),
     (V6_MOR, {"hoodie.table.keygenerator.class": "com.example.MyKeyGenerator"},

@@ -31,6 +31,7 @@ from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantErro
 from hudi_connect.core.executor.contracts import LISTING, SLICES, SliceRow
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.core.executor.storage import join
+from hudi_connect.core.format.bootstrap import Bootstrap, is_skeleton
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.fs_view import BlockValidity, FileSlice, StoredFile, recorded_rows, valid_block_instants
@@ -279,9 +280,11 @@ class TableReader:
             return self._kept_rows(read, plan)
         parts: list[DataFrame] = []
         # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance,
-        # and every slice once a column changed type: Spark's scan would not promote old values as Hudi does)
+        # bootstrap skeletons to join with their sources, and every slice once a column changed type: Spark's
+        # scan would not promote old values as Hudi does)
         by_spark = [bool(s.base_file and not s.log_files and s.base_file.name.endswith(".parquet")
-                         and not plan.type_changes and not plan.column_renames) for s in plan.slices]
+                         and not is_skeleton(s.base_file.name) and not plan.type_changes and not plan.column_renames)
+                    for s in plan.slices]
         plain = [s for s, spark in zip(plan.slices, by_spark, strict=True) if spark]
         merged = [s for s, spark in zip(plan.slices, by_spark, strict=True) if not spark]
         if plain:
@@ -335,6 +338,7 @@ class TableReader:
             commit_times=commit_times,
             column_renames=column_renames,
             planned_at=planned_at,
+            bootstrap=Bootstrap.of(self._base_path, props),
         )
 
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,

@@ -209,6 +209,9 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
             else:
                 table.cluster()
             return
+        if step.operation == "bootstrap":
+            bootstrap(spark, shape, path, step)
+            return
         operation = {"soft_delete": "upsert"}.get(step.operation, step.operation)
         rows = [_row(shape, r, step.operation == "soft_delete") for r in step.records]
         spark.createDataFrame(rows, schema(shape)).write.format("hudi") \
@@ -218,6 +221,24 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
         raise HudiWriteFailed(f"{step}: {str(error).splitlines()[0][:300]}") from error
     if step.fails:
         uncomplete_last_write(spark, path, shape.version)
+
+
+def bootstrap(spark: SparkSession, shape: Shape, path: str, step: Write) -> None:
+    """The step's records as a Parquet folder beside the table (partitioned hive-style by the shape's partition
+    columns, which its files then do not hold), made the table by Hudi's metadata-only bootstrap."""
+    source = f"{path.rstrip('/')}-source"
+    rows = [_row(shape, r, False) for r in step.records]
+    before = spark.conf.get("spark.sql.parquet.outputTimestampType")
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # Hudi's bootstrap reads no INT96
+    try:
+        spark.createDataFrame(rows, schema(shape)).write.partitionBy(*shape.partition_columns).mode("overwrite") \
+            .parquet(source)
+    finally:
+        spark.conf.set("spark.sql.parquet.outputTimestampType", before or "INT96")
+    spark.createDataFrame([], schema(shape)).write.format("hudi").options(**writer_options(shape)) \
+        .option("hoodie.datasource.write.operation", "bootstrap").option("hoodie.bootstrap.base.path", source) \
+        .option("hoodie.datasource.write.hive_style_partitioning", "true") \
+        .option("hoodie.metadata.index.column.stats.enable", "false").mode("overwrite").save(path)
 
 
 _COMPLETED = re.compile(r"^(\d+)(?:_\d+)?\.(commit|deltacommit|replacecommit)$")

@@ -91,10 +91,13 @@ class Record:
 @dataclass(frozen=True)
 class Write:
     """A write through Hudi's datasource: ``soft_delete`` upserts the records with ``_hoodie_is_deleted``,
-    ``delete_partition`` drops the partitions the records name; ``fails``: the writer dies before its commit
-    completes (the completed instant is removed; Hudi's next write rolls the commit back)."""
+    ``delete_partition`` drops the partitions the records name, ``bootstrap`` (a first step) writes the records
+    as a plain Parquet folder (hive-style partitions) and makes the table of it by a metadata-only bootstrap;
+    ``fails``: the writer dies before its commit completes (the completed instant is removed; Hudi's next write
+    rolls the commit back)."""
 
-    operation: Literal["insert", "upsert", "delete", "soft_delete", "insert_overwrite", "delete_partition"]
+    operation: Literal["insert", "upsert", "delete", "soft_delete", "insert_overwrite", "delete_partition",
+                       "bootstrap"]
     records: tuple[Record, ...]
     fails: bool = False
 
@@ -217,7 +220,13 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
                             draw(seconds))
                      for k in keys)
 
-    first = Write("insert", records(sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=2, max_size=6))))))
+    first_keys = sorted(set(draw(st.lists(st.integers(0, KEYS - 1), min_size=2, max_size=6))))
+    # a table made of a Parquet folder by Hudi's bootstrap, where Hudi bootstraps (hive-style folders of plain
+    # values, an index that keeps the source's file ids, no column statistics)
+    bootstraps = shape.hive_style and not shape.url_encode and shape.key_generator in ("simple", "complex") \
+        and shape.index in ("BLOOM", "SIMPLE") and not shape.column_stats \
+        and (shape.partition_type == "none" or all(parts[k] not in (None, "", "x/y", "c d") for k in first_keys))
+    first = Write("bootstrap" if bootstraps and draw(st.booleans()) else "insert", records(first_keys))
     steps: list[Step] = [first]
     for _ in range(draw(st.integers(1, max_steps - 1))):
         kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster",

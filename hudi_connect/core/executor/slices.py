@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 
 import pyarrow as pa
@@ -21,11 +22,13 @@ from hudi_connect.core.executor.base_files import read_base_file
 from hudi_connect.core.executor.contracts import LISTING, SLICES, ListedFile
 from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.storage import data_files, join, read_bytes
+from hudi_connect.core.format.bootstrap import Bootstrap, index_key, is_skeleton, joined_records, source_uri
 from hudi_connect.core.format.fs_view import BlockValidity, base_file_instant
 from hudi_connect.core.format.internal_schema import ColumnRenames, with_reader_names
 from hudi_connect.core.format.log.blocks import data_block_records, delete_records, rollback_target
 from hudi_connect.core.format.log.format import HeaderKey, LogBlock, LogBlockType, read_log_blocks
 from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice, merge_slice_partial
+from hudi_connect.core.format.metadata.hfile import read_hfile
 from hudi_connect.core.format.schema_evolution import align
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, RECORD_KEY_COLUMN
 
@@ -75,6 +78,7 @@ class SliceReadConfig:
     partial_updates: bool = False  # a newer record's null fields keep older values (table_features.partial_updates)
     column_renames: ColumnRenames = ()  # schema on read: each version's file columns by their read names
     planned_at: str | None = None  # the instant the read was planned at (named if a planned file is gone)
+    bootstrap: Bootstrap | None = None  # a bootstrapped table's skeleton files join their source files
 
 
 def record_keys(table: pa.Table, config: SliceReadConfig) -> pa.Array:
@@ -228,9 +232,7 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     blocks = _merged_blocks(config, partition, log_files) if log_files else []
     base = None
     if base_file:
-        uri = join(config.base_uri, partition, base_file)
-        with planned_file(uri, planned_at=config.planned_at):
-            records = read_base_file(uri)
+        records = _base_records(config, partition, base_file)
         if config.column_renames:
             records = with_reader_names(records, config.column_renames, base_file_instant(base_file))
         base = align(records, config.output_schema)
@@ -250,6 +252,33 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     if config.commit_times is not None and COMMIT_TIME_COLUMN in merged.column_names:
         merged = merged.filter(pc.is_in(merged[COMMIT_TIME_COLUMN], value_set=pa.array(sorted(config.commit_times))))
     return merged
+
+
+def _base_records(config: SliceReadConfig, partition: str, base_file: str) -> pa.Table:
+    """A base file's records; a bootstrap's skeleton file joined with its source file."""
+    uri = join(config.base_uri, partition, base_file)
+    with planned_file(uri, planned_at=config.planned_at):
+        records = read_base_file(uri)
+    if config.bootstrap is None or not is_skeleton(base_file):
+        return records
+    file_id = base_file.split("_", 1)[0]
+    sources = _bootstrap_sources(config.bootstrap.index_uri, config.planned_at)
+    entry = sources.get(index_key(partition, file_id))
+    if entry is None:
+        raise UnsupportedTableFeatureError(
+            "a skeleton file the bootstrap index does not name", "file id", file_id, where=uri)
+    source = source_uri(entry, config.bootstrap.index_uri)
+    with planned_file(source, planned_at=config.planned_at):
+        data = read_base_file(source)
+    return joined_records(records, data, partition, config.bootstrap, config.output_schema, where=uri)
+
+
+@lru_cache(maxsize=8)
+def _bootstrap_sources(index_uri: str, planned_at: str | None) -> dict[bytes, bytes]:
+    """The bootstrap's file-id index, whole (one small entry per source file), once per worker and plan."""
+    with planned_file(index_uri, planned_at=planned_at):
+        content = read_bytes(index_uri)
+    return dict(read_hfile(content, source=index_uri))
 
 
 @worker_body

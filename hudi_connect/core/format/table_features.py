@@ -252,9 +252,6 @@ def unsupported_features(props: TableProperties) -> list[TableFeature]:
     if raw.get("hoodie.partition.metafile.use.base.format", "false").strip().lower() == "true":
         found.append(TableFeature("partition metadata files in the base file format",
                                   "hoodie.partition.metafile.use.base.format", "true"))
-    bootstrap = _value(raw, "hoodie.bootstrap.base.path")
-    if bootstrap is not None:
-        found.append(TableFeature("bootstrapped data (skeleton files joined with a source table)", *bootstrap))
     if raw.get("hoodie.datasource.write.drop.partition.columns", "false").strip().lower() == "true":
         found.append(TableFeature("partition columns dropped from data files",
                                   "hoodie.datasource.write.drop.partition.columns", "true",

@@ -1,0 +1,106 @@
+"""Bootstrapped tables: an existing Parquet folder made a Hudi table without rewriting it (RFC-12).
+
+A metadata-only bootstrap writes, per source file, a *skeleton* base file at the instant
+:data:`METADATA_BOOTSTRAP_INSTANT` holding only the meta columns, one row per source row in the source's
+order; the records are the two files zipped by position. The bootstrap index (an HFile under
+``.hoodie/.aux/.bootstrap/.fileids``) maps each skeleton file group (``part=<partition>;fileid=<id>``) to its
+source file. A partition column a hive-style source keeps in its paths only is read from the partition path.
+A full-record bootstrap writes ordinary base files (at :data:`FULL_BOOTSTRAP_INSTANT`): nothing to join.
+Once a write rewrites a file group, its new base file is an ordinary one; a MOR table's log files merge over
+the joined records until then.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from hudi_connect.core.errors import LogDecodeError, UnsupportedTableFeatureError
+from hudi_connect.core.format.spec_models import PartitionDescriptor
+from hudi_connect.core.format.table_config import TableProperties
+from hudi_connect.core.format.table_schema import META_COLUMNS
+
+METADATA_BOOTSTRAP_INSTANT = "00000000000001"
+FULL_BOOTSTRAP_INSTANT = "00000000000002"
+BASE_PATH_PROPERTY = "hoodie.bootstrap.base.path"
+_INDEX_FILE = "00000000-0000-0000-0000-000000000000-0_1-0-1_00000000000001.hfile"
+FILE_ID_INDEX = f".hoodie/.aux/.bootstrap/.fileids/{_INDEX_FILE}"  # relative to the table's base path
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How the workers join a bootstrapped table's skeleton files with their source files."""
+
+    index_uri: str  # the file-id index (FILE_ID_INDEX under the table)
+    partition_fields: tuple[str, ...]
+    hive_style: bool
+    url_encoded: bool
+
+    @classmethod
+    def of(cls, base_uri: str, props: TableProperties) -> Bootstrap | None:
+        """The table's bootstrap, or None for a table that was not bootstrapped; a bootstrap without its index
+        (``hoodie.bootstrap.index.enable=false``, or its type NONE) is refused: its skeletons name no source."""
+        if not props.raw.get(BASE_PATH_PROPERTY, "").strip():
+            return None
+        enabled = props.raw.get("hoodie.bootstrap.index.enable", "true").strip().lower() != "false"
+        kind = props.raw.get("hoodie.bootstrap.index.type", "HFILE").strip().upper()
+        no_op = props.raw.get("hoodie.bootstrap.index.class", "").endswith("NoOpBootstrapIndex")
+        if not enabled or kind == "NONE" or no_op:
+            raise UnsupportedTableFeatureError(
+                "a bootstrap without its index (skeleton files that name no source file)",
+                "hoodie.bootstrap.index.enable", props.raw.get("hoodie.bootstrap.index.enable", kind),
+                where=f"the table at {base_uri}")
+        raw = props.raw
+        return cls(f"{base_uri.rstrip('/')}/{FILE_ID_INDEX}", props.partition_fields,
+                   raw.get("hoodie.datasource.write.hive_style_partitioning", "false").strip().lower() == "true",
+                   raw.get("hoodie.datasource.write.partitionpath.urlencode", "false").strip().lower() == "true")
+
+
+def is_skeleton(base_file_name: str) -> bool:
+    """Whether a base file is a metadata-only bootstrap's skeleton (its instant is the bootstrap's)."""
+    return base_file_name.rsplit(".", 1)[0].endswith(f"_{METADATA_BOOTSTRAP_INSTANT}")
+
+
+def index_key(partition: str, file_id: str) -> bytes:
+    """The file-id index's key of a skeleton file group (``HFileBootstrapIndex``)."""
+    return f"part={partition};fileid={file_id}".encode()
+
+
+def source_uri(value: bytes, where: str) -> str:
+    """The source file a file-id index entry names (``HoodieBootstrapFilePartitionInfo``, one record in an
+    Avro container), as a URI the workers' storage clients read (``file:/x`` as ``file:///x``)."""
+    try:
+        record: Any = next(iter(fastavro.reader(io.BytesIO(value))))
+        uri = str(record["bootstrapFileStatus"]["path"]["uri"])
+    except (ValueError, KeyError, StopIteration, TypeError) as error:
+        raise LogDecodeError(f"{where}: not a bootstrap index entry ({type(error).__name__}: {error})") from None
+    if uri.startswith("file:/") and not uri.startswith("file:///"):
+        uri = "file:///" + uri[len("file:/"):].lstrip("/")
+    return uri
+
+
+def joined_records(skeleton: pa.Table, source: pa.Table, partition: str, bootstrap: Bootstrap,
+                   schema: pa.Schema, where: str) -> pa.Table:
+    """A skeleton file's meta columns and its source file's columns, row by row (the skeleton holds one row per
+    source row, in order), with the partition columns the source keeps in its paths only read from
+    ``partition``; in ``schema``'s column order where present."""
+    if skeleton.num_rows != source.num_rows:
+        raise LogDecodeError(f"{where}: the skeleton file has {skeleton.num_rows} rows and its source file "
+                             f"{source.num_rows}: they cannot be joined by position")
+    columns = {c: skeleton[c] for c in skeleton.column_names if c in META_COLUMNS}
+    columns |= {c: source[c] for c in source.column_names if c not in columns}
+    missing = [f for f in bootstrap.partition_fields if f not in columns and f in schema.names]
+    if missing:
+        values = PartitionDescriptor.parse(partition, bootstrap.partition_fields, schema,
+                                           hive_style=bootstrap.hive_style, url_encoded=bootstrap.url_encoded).values
+        for name in missing:
+            if name not in values:
+                raise UnsupportedTableFeatureError(
+                    "a bootstrapped partition column not held in its source files nor readable from its path",
+                    "partition path", partition, where=where)
+            columns[name] = pa.array([values[name]] * source.num_rows, schema.field(name).type)
+    return pa.table(columns)
