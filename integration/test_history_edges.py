@@ -55,7 +55,7 @@ CASES = {
         "hoodie.compaction.logfile.num.threshold": "3"}, skewed=True),
     # table version 6: the archive's log files (Hudi 1.2 writes them where hoodie.archivelog.folder says)
     "cow-v6-uncleaned": Case("COPY_ON_WRITE", "DATA_BEFORE_AFTER", NO_CLEAN | {"hoodie.write.table.version": "6"},
-                             metadata_table=False),
+                             metadata_table=False, marks=(pytest.mark.full,)),
     "cow-uncleaned": Case("COPY_ON_WRITE", "OP_KEY_ONLY", NO_CLEAN, metadata_table=False, marks=(pytest.mark.full,)),
     "cow-cleaned": Case("COPY_ON_WRITE", "DATA_BEFORE_AFTER", CLEAN_EAGERLY, marks=(pytest.mark.full,)),
     "mor-uncleaned": Case("MERGE_ON_READ", "OP_KEY_ONLY", NO_CLEAN | MOR_COMPACTION, metadata_table=False,

@@ -152,6 +152,7 @@ def test_postgres_stopped_during_a_batch(spark: SparkSession, local_base_path: s
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+@pytest.mark.full  # CI's fault slice: the streamer killed between its sinks and its checkpoint
 def test_kafka_restarted_during_a_batch(spark: SparkSession, local_base_path: str, tmp_path: Path) -> None:
     port, controller = free_port(), free_port()
     broker = start_kafka(tmp_path, port=port, controller_port=controller)
