@@ -97,8 +97,9 @@ def explore(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str
         except AssertionError as failure:
             tally.failures.append(f"## seed {current}\n```\n{failure}\n```")
             print(tally.failures[-1], flush=True)
-        except Exception:  # the run goes on: the seed is reported with what broke
-            tally.failures.append(f"## seed {current} (error)\n```\n{traceback.format_exc()[-3000:]}\n```")
+        except Exception as error:  # the run goes on: the seed is reported with what broke, and where
+            broke = "".join(traceback.format_exception_only(error))[:2000]
+            tally.failures.append(f"## seed {current} (error)\n```\n{broke}\n{traceback.format_exc()[-3000:]}\n```")
             print(tally.failures[-1], flush=True)
         print(f"seed {current}: {tally.scenarios} scenarios, {sum(tally.outcome.compared.values())} requests, "
               f"{len(tally.failures)} failing seeds", flush=True)  # progress of a long run (pytest -s)
