@@ -26,7 +26,7 @@ from hudi_connect import HudiTable
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client.server import server_time_zone
 from hudi_connect.reader import TableReader
-from integration.differential.runner import run_scenario
+from integration.differential.runner import compare_changes_with_model, run_scenario
 from integration.differential.scenario import Record, Request, Scenario, Service, Write
 from integration.test_silent_answers import rows, run, shape
 
@@ -192,7 +192,16 @@ def test_a_change_image_of_an_empty_string_partition_holds_the_stored_value(
          Write("upsert", (Record(0, "", 11, 2, "q", 0),))),
         (changes[:1], changes))
     path = str(tmp_path / "t")
-    run(spark, plain_spark, path, scenario)
+    if table_type == "COPY_ON_WRITE":
+        run(spark, plain_spark, path, scenario)
+    else:  # Hudi 1.2's CDC query fails on this version-6 MOR table ("Fail to parse the base file and log
+        # files"): the model of its own time travel is the oracle, for every change request
+        outcome = run_scenario(spark, plain_spark, path, scenario)
+        assert not outcome.differences, "\n".join(outcome.differences)
+        commits = list(TableReader(plain_spark, path).view.timeline().write_commits())
+        for request in changes:
+            held = compare_changes_with_model(plain_spark, HudiTable.open(spark, path), request, commits, "at the end")
+            assert held.compared == {"equal to the model (Hudi's time travel)": 1}, (held.compared, held.differences)
     events = ChangeQuery(plain_spark, path).changes("earliest", format="typed").collect()
     assert {e.after.part for e in events} == {"", "x/y"}
 
@@ -236,9 +245,10 @@ def test_an_archived_range_of_a_version_6_table_answers_by_hudis_full_scan_fallb
          Write("upsert", (Record(5, "a", 0, -21, "r", None), Record(7, "", None, -126, "p", 6))),
          Service("compact"),
          Write("upsert", (Record(0, "a", None, 226, "p", None),))),
+        # (the seed also ranged to its first commit, which Hudi's archival may already have taken: then the
+        # tester has no such commit to name, and the request is not made)
         ((), (), (), (Request("incremental", None, commit=-1, begin=0, zone="Asia/Kolkata", spelling="sql",
-                              session_zone="America/Los_Angeles"),
-                      Request("incremental", None, commit=-4, begin=0, zone="Asia/Kolkata", spelling="sql"))))
+                              session_zone="America/Los_Angeles"),)))
     path = str(tmp_path / "t")
     run(spark, plain_spark, path, scenario)
     assert {r.key for r in TableReader(plain_spark, path).incremental("earliest").collect()} == {0, 5, 6, 7}
