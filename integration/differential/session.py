@@ -98,6 +98,7 @@ def explore(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str
             tally.failures.append(f"## seed {current}\n```\n{failure}\n```")
             print(tally.failures[-1], flush=True)
         except Exception as error:  # the run goes on: the seed is reported with what broke, and where
+            print(traceback.format_exc(), flush=True)  # whole in the run's output (a flaky failure's differences)
             broke = "".join(traceback.format_exception_only(error))[:2000]
             tally.failures.append(f"## seed {current} (error)\n```\n{broke}\n{traceback.format_exc()[-3000:]}\n```")
             print(tally.failures[-1], flush=True)
