@@ -26,10 +26,11 @@ from hudi_connect.reverse.sinks import FileSink
 from hudi_connect.spec import FileIndex, RecordIndex
 
 
-def with_property(base: Path, key: str, value: str) -> None:
+def with_property(base: Path, key: str, value: str, also: dict[str, str] | None = None) -> None:
     path = base / ".hoodie" / "hoodie.properties"
     raw = parse_java_properties(path.read_text())
     raw[key] = value
+    raw.update(also or {})
     # escape as java.util.Properties would
     path.write_text("".join(f"{k}={v.replace(':', chr(92) + ':')}\n" for k, v in raw.items()))
 
@@ -46,20 +47,22 @@ ENTRY_POINTS: dict[str, Callable[[SparkSession, str], Any]] = {
         spark, base, "refused", [FileSink(f"{base}-export", spark=spark)]).run_once(),
 }
 
-PROPERTY_REFUSALS = [
-    ("hoodie.table.base.file.format", "ORC", "Orc base files"),
-    ("hoodie.table.partial.update.mode", "FILL_UNAVAILABLE", "partial updates"),
-    ("hoodie.record.merge.mode", "CUSTOM", "custom record merger"),
-    ("hoodie.bootstrap.base.path", "/elsewhere", "bootstrapped"),
+PROPERTY_REFUSALS: list[tuple[str, str, str, dict[str, str]]] = [
+    ("hoodie.table.base.file.format", "ORC", "Orc base files", {}),
+    ("hoodie.table.partial.update.mode", "FILL_UNAVAILABLE", "partial updates", {}),
+    ("hoodie.record.merge.mode", "CUSTOM", "custom record merger", {}),
+    ("hoodie.bootstrap.index.enable", "false", "bootstrap without its index",
+     {"hoodie.bootstrap.base.path": "/elsewhere"}),
 ]
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("key", "value", "feature"), PROPERTY_REFUSALS, ids=[r[1] for r in PROPERTY_REFUSALS])
+@pytest.mark.parametrize(("key", "value", "feature", "also"), PROPERTY_REFUSALS,
+                         ids=[r[1] for r in PROPERTY_REFUSALS])
 def test_every_entry_point_refuses_by_name(plain_spark: SparkSession, tmp_path: Path, entry: str,
-                                           key: str, value: str, feature: str) -> None:
+                                           key: str, value: str, feature: str, also: dict[str, str]) -> None:
     base = unzip_fixture("mor_avro_v9_txns_simple_meta", tmp_path)  # has a metadata table with a record index
-    with_property(base, key, value)
+    with_property(base, key, value, also)
     with pytest.raises(UnsupportedTableFeatureError, match=feature) as caught:
         ENTRY_POINTS[entry](plain_spark, str(base))
     assert caught.value.property == key and caught.value.value == value

@@ -21,6 +21,7 @@ from hudi_connect.core.format.bootstrap import (
     source_uri,
 )
 from hudi_connect.core.format.table_config import TableProperties
+from hudi_connect.core.format.table_features import check_readable
 from hudi_connect.core.format.table_schema import META_COLUMNS
 
 SCHEMA = pa.schema([*(pa.field(c, pa.string()) for c in META_COLUMNS), ("id", pa.int32()), ("name", pa.string()),
@@ -87,13 +88,17 @@ def test_the_index_names_the_source_file_as_a_uri_the_workers_read() -> None:
         source_uri(b"not avro", "i")
 
 
-def test_a_bootstrap_without_its_index_is_refused_by_name() -> None:
+def test_a_bootstrap_names_its_index_and_one_without_it_is_refused_by_name() -> None:
     raw = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "9",
-           "hoodie.table.recordkey.fields": "id"}
+           "hoodie.table.recordkey.fields": "id", "hoodie.timeline.layout.version": "2"}
     assert Bootstrap.of("file:///t", TableProperties.from_properties(raw)) is None
     found = Bootstrap.of("file:///t", TableProperties.from_properties(raw | {"hoodie.bootstrap.base.path": "/src"}))
     assert found is not None and found.index_uri.endswith(".hoodie/.aux/.bootstrap/.fileids/"
                                                           "00000000-0000-0000-0000-000000000000-0_1-0-1_00000000000001.hfile")
-    with pytest.raises(UnsupportedTableFeatureError, match="without its index"):
-        Bootstrap.of("file:///t", TableProperties.from_properties(
-            raw | {"hoodie.bootstrap.base.path": "/src", "hoodie.bootstrap.index.enable": "false"}))
+    for key, value in (("hoodie.bootstrap.index.enable", "false"), ("hoodie.bootstrap.index.type", "NONE"),
+                       ("hoodie.bootstrap.index.class", "org.apache.hudi.common.bootstrap.index.NoOpBootstrapIndex")):
+        props = TableProperties.from_properties(raw | {"hoodie.bootstrap.base.path": "/src", key: value})
+        with pytest.raises(UnsupportedTableFeatureError, match="without its index") as caught:
+            check_readable(props)
+        assert (caught.value.property, caught.value.value) == (key, value)
+    check_readable(TableProperties.from_properties(raw | {"hoodie.bootstrap.base.path": "/src"}))

@@ -42,18 +42,10 @@ class Bootstrap:
 
     @classmethod
     def of(cls, base_uri: str, props: TableProperties) -> Bootstrap | None:
-        """The table's bootstrap, or None for a table that was not bootstrapped; a bootstrap without its index
-        (``hoodie.bootstrap.index.enable=false``, or its type NONE) is refused: its skeletons name no source."""
+        """The table's bootstrap, or None for a table that was not bootstrapped (a bootstrap without its index
+        is refused with the table's other features: ``table_features.unsupported_features``)."""
         if not props.raw.get(BASE_PATH_PROPERTY, "").strip():
             return None
-        enabled = props.raw.get("hoodie.bootstrap.index.enable", "true").strip().lower() != "false"
-        kind = props.raw.get("hoodie.bootstrap.index.type", "HFILE").strip().upper()
-        no_op = props.raw.get("hoodie.bootstrap.index.class", "").endswith("NoOpBootstrapIndex")
-        if not enabled or kind == "NONE" or no_op:
-            raise UnsupportedTableFeatureError(
-                "a bootstrap without its index (skeleton files that name no source file)",
-                "hoodie.bootstrap.index.enable", props.raw.get("hoodie.bootstrap.index.enable", kind),
-                where=f"the table at {base_uri}")
         raw = props.raw
         return cls(f"{base_uri.rstrip('/')}/{FILE_ID_INDEX}", props.partition_fields,
                    raw.get("hoodie.datasource.write.hive_style_partitioning", "false").strip().lower() == "true",

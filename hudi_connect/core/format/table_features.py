@@ -107,6 +107,17 @@ def _value(raw: Mapping[str, str], *keys: str) -> tuple[str, str] | None:
     return None
 
 
+def _bootstrap_without_index(raw: Mapping[str, str]) -> tuple[str, str] | None:
+    """The property that turns a bootstrap's index off (``NoOpBootstrapIndex``), if one does."""
+    if raw.get("hoodie.bootstrap.index.enable", "true").strip().lower() == "false":
+        return "hoodie.bootstrap.index.enable", raw["hoodie.bootstrap.index.enable"].strip()
+    if raw.get("hoodie.bootstrap.index.type", "HFILE").strip().upper() == "NONE":
+        return "hoodie.bootstrap.index.type", raw["hoodie.bootstrap.index.type"].strip()
+    if raw.get("hoodie.bootstrap.index.class", "").strip().endswith("NoOpBootstrapIndex"):
+        return "hoodie.bootstrap.index.class", raw["hoodie.bootstrap.index.class"].strip()
+    return None
+
+
 def key_generator(props: TableProperties) -> tuple[str, str, str]:
     """(property, its value, KeyGeneratorType name) of the table's key generator; the class wins over the type.
     The type is '' for a class Hudi does not ship (a user's own)."""
@@ -252,6 +263,11 @@ def unsupported_features(props: TableProperties) -> list[TableFeature]:
     if raw.get("hoodie.partition.metafile.use.base.format", "false").strip().lower() == "true":
         found.append(TableFeature("partition metadata files in the base file format",
                                   "hoodie.partition.metafile.use.base.format", "true"))
+    if _value(raw, "hoodie.bootstrap.base.path") is not None:
+        index = _bootstrap_without_index(raw)
+        if index is not None:
+            found.append(TableFeature("a bootstrap without its index (skeleton files that name no source file)",
+                                      *index))
     if raw.get("hoodie.datasource.write.drop.partition.columns", "false").strip().lower() == "true":
         found.append(TableFeature("partition columns dropped from data files",
                                   "hoodie.datasource.write.drop.partition.columns", "true",
