@@ -8,7 +8,7 @@
 #      install test's Spark 4 end, which runs the unit tests beside the newest numpy, pandas and pyarrow.
 #   3. Containers: the same stack as containers (`--hudi-connect-backend docker`) from images built here
 #      (podman's Docker API when no Docker engine answers), running a slice of the end-to-end suite: the
-#      smoke tests (Kafka and PostgreSQL among them), CDC against Hudi's and the JVM client (with --full, also the
+#      smoke tests (Kafka, PostgreSQL and ZooKeeper among them), CDC against Hudi's and the JVM client (with --full, also the
 #      reverse streamer, the COW/MOR model, Hudi's tables and the fixture tables on GCS, Azure and HDFS servers in
 #      containers).
 # What waits on downloads runs beside what needs the CPU: the stack is provisioned while the lint and the unit
@@ -50,6 +50,7 @@ leg3_args=()
 # the container leg's slice; --full runs these files whole
 containers=(
   integration/test_smoke_hudi.py integration/test_smoke_kafka.py integration/test_smoke_postgres.py
+  integration/test_smoke_zookeeper.py
   "integration/test_cdc.py::test_change_stream_equals_hudis_cdc_query[MERGE_ON_READ-OP_KEY_ONLY]"
   integration/test_jvm_client.py integration/test_stack_cli.py integration/test_stack_as_a_user.py
   "integration/test_catalog.py::test_a_table_created_by_sql_on_one_server_is_read_by_name_on_the_other[mor]"
@@ -65,6 +66,7 @@ case "${1:-}" in
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
   --full) shift; selection=(-m "not spark4"); spark4_lines=(4.3 4.2 4.1 4.0); leg1_args=("$@")
     containers=(integration/test_smoke_hudi.py integration/test_smoke_kafka.py integration/test_smoke_postgres.py
+                integration/test_smoke_zookeeper.py
                 integration/test_cdc.py integration/test_table_model.py integration/test_reverse_stream.py
                 integration/test_jvm_client.py integration/test_stack_cli.py integration/test_stack_as_a_user.py
                 "integration/test_catalog.py::test_a_table_created_by_sql_on_one_server_is_read_by_name_on_the_other"

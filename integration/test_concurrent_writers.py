@@ -14,12 +14,18 @@ commit. Afterwards
 
 Writers on two servers (two Spark applications sharing the storage) hold the ZooKeeper lock both servers are
 configured with (``spark.hoodie.write.lock.*``, :mod:`hudi_connect.table.concurrency`).
+
+A reverse stream beside the writers (its checkpoints are commits on the same timeline) sends every returned
+commit's rows to its sinks exactly once, whichever order the writers' commits completed in.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +35,14 @@ from hudi_connect_stack.process import RunningService
 from hudi_connect_stack.spark_connect import start_spark_connect
 from hudi_connect_stack.zookeeper import lock_confs
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from hudi_connect import HudiTable, connect
 from hudi_connect.core.errors import HistoryUnavailableError, HudiConnectError, WriteConflictError, WriteFailedError
 from hudi_connect.core.format.timeline import Instant
+from hudi_connect.reverse import FileSink, PostgresSink, ReverseStream
+from hudi_connect.reverse.sink import Sink
+from integration.reverse_stream_model import postgres_rows, replay_files
 
 SCHEMA = "id int, v string, ts int, part string"
 ROUNDS = 6
@@ -289,3 +299,133 @@ def test_writers_on_two_servers_lose_no_committed_write(
         check_against_model(spark, plain_spark, path, attempts)
     finally:
         spark.stop()
+
+
+def stream_beside(url: str, path: str, sinks_of: Callable[[SparkSession], list[Sink]], stop: threading.Event,
+                  outcomes: list[str]) -> None:
+    """A user's reverse stream of the table, run again and again while ``stop`` is not set; each run's outcome
+    recorded (a run may meet a writer and fail, by name: its checkpoint then stays where it was)."""
+    spark = connect(url)
+    try:
+        stream = ReverseStream(spark, path, "serving", sinks_of(spark))
+        while not stop.is_set():
+            try:
+                outcomes.append("sent" if stream.run_once().checkpoint is not None else "nothing new")
+            except HudiConnectError as failed:
+                outcomes.append(f"failed by name ({type(failed).__name__}: {str(failed)[:200]})")
+    finally:
+        spark.stop()
+
+
+@pytest.mark.full  # the stream's rules against a model: integration/test_reverse_stream.py (CI)
+@pytest.mark.parametrize(("table_type", "storage"), [pytest.param("COPY_ON_WRITE", "local", id="cow-local"),
+                                                     pytest.param("MERGE_ON_READ", "minio", id="mor-minio")])
+def test_a_reverse_stream_beside_writers_sends_every_returned_commit_once(
+    spark: SparkSession, plain_spark: SparkSession, hudi_server_url: str, local_base_path: str, s3a_base_path: str,
+    postgres_dsn: str, table_type: str, storage: str,
+) -> None:
+    path = base_path(storage, local_base_path, s3a_base_path)
+    HudiTable.create(spark, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="part",
+                     table_type=table_type, cdc="DATA_BEFORE_AFTER" if table_type == "COPY_ON_WRITE" else "OP_KEY_ONLY",
+                     options={"hoodie.parquet.small.file.limit": "0"})
+    serving, export = f"serving_{uuid.uuid4().hex[:8]}", f"{local_base_path}-export"
+
+    def sinks_of(session: SparkSession) -> list[Sink]:
+        return [FileSink(export, "parquet", spark=session), PostgresSink(postgres_dsn, serving)]
+
+    stop, outcomes = threading.Event(), list[str]()
+    stream = threading.Thread(target=stream_beside, args=(hudi_server_url, path, sinks_of, stop, outcomes))
+    stream.start()
+    try:
+        attempts = run_writers([hudi_server_url], path, 2)
+    finally:
+        stop.set()
+        stream.join()
+    print(f"one server, 2 writers and a reverse stream, {table_type}, {storage}: {tally(attempts)}; "
+          f"stream runs: {sorted(set(outcomes))}")
+    assert outcomes.count("sent") >= 2, f"the stream sent fewer than two batches beside the writers: {outcomes}"
+    check_against_model(spark, plain_spark, path, attempts)
+
+    # caught up after the writers: the sinks hold exactly the model, no change sent twice
+    last = ReverseStream(spark, path, "serving", sinks_of(spark))
+    last.run_once()
+    expected = {row[0]: row for a in attempts if a.instant is not None for row in a.rows}
+    assert postgres_rows(postgres_dsn, serving) == expected, "the serving table differs from the returned commits"
+    assert replay_files(FileSink(export, "parquet", spark=spark)) == (expected, 0), \
+        "the files differ from the returned commits, or a change was sent twice"
+
+
+def _pending_delta_commits(path: str) -> set[str]:
+    """Delta commits requested and not completed, from the table's timeline folder."""
+    names = os.listdir(Path(path, ".hoodie", "timeline"))
+    completed = {name.split("_", 1)[0] for name in names if name.endswith(".deltacommit") and "_" in name}
+    return {name.split(".", 1)[0] for name in names if name.endswith(".deltacommit.requested")} - completed
+
+
+@pytest.mark.full  # two minutes of a paused writer; the option is drawn in tests/test_concurrency_options.py
+def test_a_delta_commit_completed_after_a_later_compaction_is_whole_in_the_table(
+    spark: SparkSession, plain_spark: SparkSession, hudi_server_url: str, local_base_path: str,
+) -> None:
+    """Writer A's upsert (updates and an insert) is requested, then (its input slowed down by a UDF) a compaction
+    of its file groups is requested and completes, then A completes; both return.
+
+    - Snapshot: with Hudi's small-file handling A rewrote a small base file with its insert, the compaction's
+      base file (requested later) superseded it, and Hudi's conflict check let both through: A's rows were gone
+      from ours and Hudi's snapshot. Multi-writer MOR writes now put inserts in new file groups.
+    - Time travel to A's commit: version 8+ slices A's log files into the compaction's new slice (by completion
+      time), and Hudi's time travel, which does not read that slice, misses A's updates: part of a returned
+      commit. Ours shows the whole commit, as the model does."""
+    path = local_base_path
+    make_table(spark, path, "MERGE_ON_READ")
+    table = HudiTable.open(spark, path)
+    table.insert(spark.createDataFrame([(k, "base", 0, f"p{k % 2}") for k in range(4)], SCHEMA))
+    table.upsert(spark.createDataFrame([(k, "log", 1, f"p{k % 2}") for k in range(4)], SCHEMA))
+    before = _pending_delta_commits(path)
+    returned: list[Instant] = []
+
+    def after_a_pause(value: str) -> str:  # nested: pickled by value for the server's Python workers
+        time.sleep(30)
+        return value
+
+    def slow_upsert() -> None:
+        session = connect(hudi_server_url)
+        try:
+            rows = session.createDataFrame([(k, "A", 2, f"p{k % 2}") for k in (0, 1, 10)], SCHEMA)
+            # Hudi requests the instant, then computes the input (its index lookup): the sleep comes after it
+            slowed = rows.withColumn("v", F.udf(after_a_pause, "string")("v"))
+            returned.append(HudiTable.open(session, path).upsert(slowed.repartition(1)))
+        finally:
+            session.stop()
+
+    writer = threading.Thread(target=slow_upsert)
+    writer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (_pending_delta_commits(path) - before) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pending = _pending_delta_commits(path) - before
+        assert pending, "writer A's delta commit was never requested"
+        compaction = table.compaction.schedule()
+        assert compaction is not None, "no compaction was planned beside writer A"
+        table.compaction.run()
+        assert _pending_delta_commits(path) - before == pending, "writer A completed before the compaction"
+    finally:
+        writer.join()
+    assert returned, "writer A's upsert returned no commit"
+    a = returned[0]
+    assert a.requested_time < compaction.requested_time < str(a.completion_time), (a, compaction)
+
+    expected = {0: "A", 1: "A", 2: "log", 3: "log", 10: "A"}
+    ours = {r.id: r.v for r in HudiTable.open(plain_spark, path).as_of(a).select("id", "v").collect()}
+    assert ours == expected, "ours as of A's commit: not the whole commit"
+    hudis = {r.id: r.v for r in table.hudi.as_of(a).select("id", "v").collect()}
+    print(f"Hudi's time travel to A's commit {a.requested_time}: {sorted(hudis.items())}")
+    # Hudi's lacks some of A's updates (those its file groups' log files held), showing the values before A
+    torn = {key for key in expected if hudis.get(key) != expected[key]}
+    assert torn, "Hudi's time travel to A's commit is no longer torn: follow it"
+    assert torn <= {0, 1} and all(hudis[key] == "log" for key in torn), "Hudi's is torn otherwise than documented"
+    snapshots = {name: {r.id: r.v for r in frame.select("id", "v").collect()}
+                 for name, frame in (("ours", HudiTable.open(plain_spark, path).snapshot()),
+                                     ("Hudi's", table.hudi.snapshot()))}
+    print(f"snapshots after A: {snapshots}")
+    assert snapshots == {"ours": expected, "Hudi's": expected}, "a returned commit is not in the table"

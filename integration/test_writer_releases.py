@@ -19,11 +19,12 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_connect import forget_table
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.core.errors import HistoryUnavailableError
-from hudi_connect.core.format.timeline import Action, Instant, Timeline
+from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
 from integration.conformance_matrix import SCHEMA, Cell, _row, release_cells, write_history, writer_options
+from integration.differential.runner import time_travel_torn_by_compaction
 from integration.test_conformance_matrix import IGNORED, assert_equal_reads, change_events, multiset
 
 # release: (its session fixture, the table version it writes, the matrix's columns it cannot write: neither converts
@@ -168,17 +169,6 @@ def _equal_to_the_releases_own_reads(plain_spark: SparkSession, table: HudiTable
                   f"Hudi 1.2's events missing, {sum((theirs - ours).values())} others")
 
 
-def _time_travel_torn_by_compaction(timeline: Timeline) -> list[Instant]:
-    """Delta commits that were still in flight when a compaction was requested (1.0.2 upgrading a 0.15 MOR table
-    compacts it while its first commit is being written). Tables of version 8+ slice log files by completion time,
-    so that commit's log files belong to the compaction's new file slice, and Hudi's time travel to the commit
-    reads its old slice: the commit's new files without its log blocks, part of the commit."""
-    # on a MOR table every commit action is a compaction
-    requests = [i.requested_time for i in timeline if i.action in (Action.COMMIT, Action.COMPACTION)]
-    return [c for c in timeline.write_commits() if c.action is Action.DELTA_COMMIT and c.completion_time
-            and any(c.requested_time < r < c.completion_time for r in requests)]
-
-
 @pytest.mark.full
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_table_upgraded_from_0_15_through_1_0_to_1_2_reads_equal_hudi_12s(
@@ -208,7 +198,7 @@ def test_a_table_upgraded_from_0_15_through_1_0_to_1_2_reads_equal_hudi_12s(
     assert versions == [6, 8, 9], versions
     latest = HudiTable.open(spark, local_base_path)
     timeline = latest.timeline()
-    torn = _time_travel_torn_by_compaction(timeline)
+    torn = time_travel_torn_by_compaction(timeline.write_commits())
     assert bool(torn) == (table_type == "MERGE_ON_READ"), torn
     # ours equals the model as of every commit, torn or not; Hudi 1.2 everywhere else (below)
     reader = TableReader(plain_spark, local_base_path)

@@ -10,6 +10,7 @@ from hudi_connect.table.concurrency import (
     FAILED_WRITES_POLICY_KEY,
     IN_PROCESS_LOCK,
     LOCK_PROVIDER_KEY,
+    SMALL_FILE_LIMIT_KEY,
     ZOOKEEPER_LOCK,
     concurrency_options,
     instants_named_in,
@@ -100,3 +101,19 @@ def test_the_harness_zookeeper_lock_is_what_the_library_takes_from_the_server() 
     applied = concurrency_options(single_writer=False, server_lock=lock, chosen={})
     assert applied[LOCK_PROVIDER_KEY] == ZOOKEEPER_LOCK
     assert applied["hoodie.write.lock.zookeeper.url"] == "127.0.0.1:34963"  # Curator's connect string
+
+
+@given(merge_on_read=st.booleans(), single_writer=st.booleans(), non_blocking=st.booleans(),
+       chosen=st.dictionaries(st.sampled_from([SMALL_FILE_LIMIT_KEY, CONCURRENCY_MODE_KEY, LOCK_PROVIDER_KEY]),
+                              st.sampled_from(["single_writer", "OPTIMISTIC_CONCURRENCY_CONTROL", "104857600"])))
+def test_a_mor_delta_commit_beside_other_writers_rewrites_no_base_file(
+    merge_on_read: bool, single_writer: bool, non_blocking: bool, chosen: dict[str, str]
+) -> None:
+    """A compaction requested beside a delta commit supersedes a base file the delta commit rewrote (Hudi's
+    conflict check lets the two through): multi-writer MOR writes send inserts to new file groups instead;
+    a user's own setting wins."""
+    applied = concurrency_options(single_writer=single_writer, server_lock={}, chosen=chosen, non_blocking=non_blocking,
+                                  merge_on_read=merge_on_read) | chosen
+    multi_writer = not single_writer and chosen.get(CONCURRENCY_MODE_KEY, "").upper() != "SINGLE_WRITER"
+    expected = "0" if merge_on_read and multi_writer else None
+    assert applied.get(SMALL_FILE_LIMIT_KEY) == chosen.get(SMALL_FILE_LIMIT_KEY, expected)

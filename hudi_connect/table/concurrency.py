@@ -21,6 +21,12 @@ A MOR table with a simple bucket index (table version 8+) runs Hudi 1.2's non-bl
 instead: its writers append to the same file groups' logs without conflicting, so concurrent upserts need not
 fail (:func:`supports_non_blocking`).
 
+On MOR tables a delta commit never rewrites a file group's base file (``hoodie.parquet.small.file.limit=0``:
+inserts go to new file groups, updates to log files). Hudi's conflict check lets a delta commit through beside
+a compaction of the same file group, which is safe for log files (they join the compaction's new slice by
+completion time) but not for a base file the delta commit rewrote with its inserts: the compaction's base file,
+requested later, supersedes it, and the delta commit's records were gone from a table whose write had returned.
+
 Writers on several servers must share a distributed lock (2.), or they are as unsafe as Hudi's default.
 ``single_writer=True`` keeps Hudi's default for a user who guarantees one writer, and is faster.
 """
@@ -33,6 +39,8 @@ from collections.abc import Mapping
 CONCURRENCY_MODE_KEY = "hoodie.write.concurrency.mode"
 FAILED_WRITES_POLICY_KEY = "hoodie.clean.failed.writes.policy"
 LOCK_PROVIDER_KEY = "hoodie.write.lock.provider"
+# Hudi's size under which a base file takes more inserts (rewritten); 0: every insert to a new file group
+SMALL_FILE_LIMIT_KEY = "hoodie.parquet.small.file.limit"
 # Hudi's own retry of a write that met a conflict (the Spark datasource writer reruns it with a new instant)
 CONFLICT_RETRIES_KEY = "hoodie.write.num.retries.on.conflict.failures"
 
@@ -65,17 +73,19 @@ def supports_non_blocking(*, merge_on_read: bool, table_version: int, settings: 
 
 
 def concurrency_options(*, single_writer: bool, server_lock: Mapping[str, str], chosen: Mapping[str, str],
-                        non_blocking: bool = False) -> dict[str, str]:
+                        non_blocking: bool = False, merge_on_read: bool = False) -> dict[str, str]:
     """The ``hoodie.*`` options of a write's concurrency control, beneath the user's ``chosen`` options (which
     are applied after these and win): multi-writer with a lock unless ``single_writer``; non-blocking where
-    the table supports it (:func:`supports_non_blocking`), optimistic otherwise."""
+    the table supports it (:func:`supports_non_blocking`), optimistic otherwise; on a MOR table, no base file
+    rewritten by a delta commit (the module's docstring says why)."""
     if single_writer:
         return {CONCURRENCY_MODE_KEY: "SINGLE_WRITER", FAILED_WRITES_POLICY_KEY: "EAGER"}
     if CONCURRENCY_MODE_KEY in chosen and chosen[CONCURRENCY_MODE_KEY].upper() == "SINGLE_WRITER":
         return {}  # the user took charge by Hudi's own key
     lock = dict(server_lock) if LOCK_PROVIDER_KEY in server_lock else {LOCK_PROVIDER_KEY: IN_PROCESS_LOCK}
     mode = "NON_BLOCKING_CONCURRENCY_CONTROL" if non_blocking else "OPTIMISTIC_CONCURRENCY_CONTROL"
-    return {CONCURRENCY_MODE_KEY: mode, FAILED_WRITES_POLICY_KEY: "LAZY", **lock}
+    no_base_rewrites = {SMALL_FILE_LIMIT_KEY: "0"} if merge_on_read else {}
+    return {CONCURRENCY_MODE_KEY: mode, FAILED_WRITES_POLICY_KEY: "LAZY", **lock, **no_base_rewrites}
 
 
 def is_write_conflict(error_text: str) -> bool:

@@ -148,11 +148,12 @@ class HudiTable:
             self._server_lock = concurrency.server_lock_options(
                 server_confs_with_prefix(self._spark, concurrency.SERVER_LOCK_PREFIX))
         props = self._properties
+        merge_on_read = props.table_type is TableType.MERGE_ON_READ
         non_blocking = concurrency.supports_non_blocking(
-            merge_on_read=props.table_type is TableType.MERGE_ON_READ, table_version=props.version,
-            settings={**props.raw, **self._write_options})
+            merge_on_read=merge_on_read, table_version=props.version, settings={**props.raw, **self._write_options})
         return concurrency.concurrency_options(single_writer=self._single_writer, server_lock=self._server_lock or {},
-                                               chosen=self._write_options, non_blocking=non_blocking)
+                                               chosen=self._write_options, non_blocking=non_blocking,
+                                               merge_on_read=merge_on_read)
 
     # --- opening and creating ---------------------------------------------------------
 

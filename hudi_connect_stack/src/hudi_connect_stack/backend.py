@@ -40,6 +40,8 @@ class Backend(Protocol):
 
     def hive_metastore(self, run_dir: Path, postgres: PostgresEndpoint) -> RunningService: ...
 
+    def zookeeper(self, run_dir: Path) -> RunningService: ...
+
     def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
                       storages: StorageEndpoints | None = None,
                       metastore: HiveMetastoreEndpoint | None = None) -> RunningService: ...
@@ -84,6 +86,11 @@ class LocalBackend:
         from hudi_connect_stack.hive_metastore import start_hive_metastore
 
         return start_hive_metastore(run_dir, postgres)
+
+    def zookeeper(self, run_dir: Path) -> RunningService:
+        from hudi_connect_stack.zookeeper import start_zookeeper
+
+        return start_zookeeper(run_dir)
 
     def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
                       storages: StorageEndpoints | None = None,

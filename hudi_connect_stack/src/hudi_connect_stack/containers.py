@@ -48,6 +48,7 @@ from hudi_connect_stack.endpoints import (
     SparkConnectEndpoint,
     SparkFlavor,
     StorageEndpoints,
+    ZooKeeperEndpoint,
 )
 from hudi_connect_stack.engine import engine_answers
 from hudi_connect_stack.process import LOOPBACK, RunningService, free_port, port_open
@@ -66,6 +67,7 @@ KAFKA_DATA_DIR = Path("/tmp/kraft-combined-logs")  # writable by the image's app
 SPARK_SUBMIT = "/opt/spark/bin/spark-submit"
 CONTAINER_JARS = PurePosixPath("/opt/hudi-connect/jars")
 CONTAINER_METASTORE_JARS = PurePosixPath("/opt/hudi-connect/hive-metastore")
+CONTAINER_ZOOKEEPER_JARS = PurePosixPath("/opt/hudi-connect/zookeeper")
 CONTAINER_WORK_DIR = Path("/tmp/hudi-connect")  # writable by the image's spark user
 CONTAINER_PYTHON = "python3"
 ANY_ADDRESS = "0.0.0.0"  # what a service binds in its container: published ports reach it there
@@ -438,6 +440,30 @@ class DockerBackend:
         container_id = _start("hive-metastore", create, lambda _: answers(LOOPBACK, port))
         endpoint = HiveMetastoreEndpoint(f"thrift://{LOOPBACK}:{port}", warehouse.as_uri())
         return RunningService(endpoint, (), (container_id,))
+
+    def zookeeper(self, run_dir: Path) -> RunningService:
+        """ZooKeeper's JVM in the Spark image (it has the Java it needs) from the provisioned jars mounted
+        read-only, on the host's network, its data in the run's folder as the local process keeps it."""
+        from testcontainers.core.container import DockerContainer
+
+        from hudi_connect_stack.zookeeper import answers, java_command, prepare_home, server_jars
+
+        port = free_port()  # bound on the host's network
+        home = prepare_home(run_dir, port)
+        os.chmod(home / "data", 0o777)  # the image's spark user writes it
+        jars = server_jars()
+        command = java_command("java", [str(CONTAINER_ZOOKEEPER_JARS / jar.name) for jar in jars], home / "zoo.cfg")
+
+        def create() -> DockerContainer:
+            container = DockerContainer(self._image("spark-connect"), network_mode="host", labels={LABEL: "zookeeper"})
+            container.with_command(command)
+            for jar in jars:
+                container.with_volume_mapping(str(jar), str(CONTAINER_ZOOKEEPER_JARS / jar.name), "ro")
+            container.with_volume_mapping(str(home), str(home), "rw")
+            return container
+
+        container_id = _start("zookeeper", create, lambda _: answers(LOOPBACK, port))
+        return RunningService(ZooKeeperEndpoint(LOOPBACK, port), (), (container_id,))
 
     def spark_connect(self, run_dir: Path, flavor: SparkFlavor, minio: MinioEndpoint | None,
                       storages: StorageEndpoints | None = None,

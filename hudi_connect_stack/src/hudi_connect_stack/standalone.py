@@ -32,13 +32,12 @@ from hudi_connect_stack.endpoints import (
 from hudi_connect_stack.engine import stop_started_engine, use_started_engine
 from hudi_connect_stack.provision import provision
 from hudi_connect_stack.shared import SharedServices
-from hudi_connect_stack.zookeeper import start_zookeeper
 
 # hudi and plain: the two Spark Connect servers; gcs, azurite and hdfs: the storage servers beside MinIO;
 # hudi-storages and plain-storages: Connect servers that also reach those three (and start them)
 # hive-metastore: the Hive Metastore (on the stack's PostgreSQL); hudi-metastore and plain-metastore: Connect
 # servers keeping their catalog there (and starting it)
-# zookeeper: the lock writers on several servers share (a local JVM on either backend)
+# zookeeper: the lock writers on several servers share (a process, or a container of the Spark image)
 SERVICES = ("minio", "kafka", "postgres", "hudi", "plain", "gcs", "azurite", "hdfs", "hudi-storages",
             "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore", "zookeeper")
 DEFAULT_SERVICES = ("minio", "kafka", "postgres", "hudi", "plain")
@@ -192,7 +191,7 @@ def start_stack(
         hive_metastore=metastore,
         hudi_metastore=server("hudi-metastore"),
         plain_metastore=server("plain-metastore"),
-        zookeeper=shared.get("zookeeper", ZooKeeperEndpoint, start_zookeeper) if "zookeeper" in services else None,
+        zookeeper=shared.get("zookeeper", ZooKeeperEndpoint, chosen.zookeeper) if "zookeeper" in services else None,
     )
     env = env_of(stack)
     (run_dir / ENV_FILE).write_text(render_env_file(env))

@@ -200,7 +200,9 @@ ZOOKEEPER_JARS = JarSet(
      # what ZooKeeper's POM leaves to its distribution (provided): its metrics, its snapshots' codec, a logger
      MavenArtifact("io.dropwizard.metrics", "metrics-core", "4.1.12.1"),
      MavenArtifact("org.xerial.snappy", "snappy-java", "1.1.10.5"),
-     MavenArtifact("org.slf4j", "slf4j-simple", "2.0.13")),
+     MavenArtifact("org.slf4j", "slf4j-simple", "2.0.13"),
+     # what its command-line client (ZooKeeperMain, zkCli.sh) parses its arguments with: the distribution's
+     MavenArtifact("commons-cli", "commons-cli", "1.5.0")),
 )
 
 # The other storages' servers for the tests: fake-gcs-server (Go) and Azurite (npm)

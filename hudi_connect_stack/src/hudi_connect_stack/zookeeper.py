@@ -1,10 +1,11 @@
-"""ZooKeeper (3.9, standalone) as a local JVM: the distributed lock of writers on several Spark servers.
+"""ZooKeeper (3.9, standalone), a JVM from its Maven jars: the distributed lock of writers on several Spark servers.
 
 Writers of one table in one server's JVM share Hudi's in-process lock; writers on several servers (Spark
 applications sharing a storage) need a lock all of them reach. Hudi's ``ZookeeperBasedImplicitBasePathLockProvider``
 derives each table's lock from its base path, so one server-wide setting (:func:`lock_confs`) serves every
 table; hudi-connect's writes take a lock a server declares so (:mod:`hudi_connect.table.concurrency`). The
-health check is ZooKeeper's own ``srvr`` command.
+health check is ZooKeeper's own ``srvr`` command. The local backend runs it as a process
+(:func:`start_zookeeper`), the docker backend as a container of the same command.
 """
 
 from __future__ import annotations
@@ -55,15 +56,31 @@ def lock_confs(zookeeper: ZooKeeperEndpoint) -> dict[str, str]:
     }
 
 
-def start_zookeeper(run_dir: Path, *, timeout: float = READY_TIMEOUT) -> RunningService:
-    """Start a standalone ZooKeeper on a free loopback port and wait until it serves (``srvr``)."""
+def server_jars() -> list[Path]:
+    """ZooKeeper's server jars and what they need, provisioned from Maven Central."""
+    return provision.jars_of(versions.ZOOKEEPER_JARS)
+
+
+def java_command(java: str, classpath: list[str], config: Path | str) -> list[str]:
+    """The standalone server's command line: ``java`` with ``classpath`` (the jars where the server sees them),
+    serving ``config``."""
+    return [java, f"-Xmx{HEAP}", *jit_options("quick"), "-Djava.net.preferIPv4Stack=true",
+            "-cp", os.pathsep.join(classpath), SERVER_CLASS, str(config)]
+
+
+def prepare_home(run_dir: Path, port: int) -> Path:
+    """``run_dir/zookeeper`` with an empty data folder and the ``zoo.cfg`` of a server on ``port``."""
     home = run_dir / "zookeeper"
     (home / "data").mkdir(parents=True, exist_ok=True)
-    port = free_port()
     (home / "zoo.cfg").write_text(render_config(home / "data", port))
-    classpath = os.pathsep.join(str(jar) for jar in provision.jars_of(versions.ZOOKEEPER_JARS))
-    command = [provision.require_tool("java"), f"-Xmx{HEAP}", *jit_options("quick"), "-Djava.net.preferIPv4Stack=true",
-               "-cp", classpath, SERVER_CLASS, str(home / "zoo.cfg")]
+    return home
+
+
+def start_zookeeper(run_dir: Path, *, timeout: float = READY_TIMEOUT) -> RunningService:
+    """Start a standalone ZooKeeper on a free loopback port and wait until it serves (``srvr``)."""
+    port = free_port()
+    home = prepare_home(run_dir, port)
+    command = java_command(provision.require_tool("java"), [str(jar) for jar in server_jars()], home / "zoo.cfg")
     process, popen = launch("zookeeper", command, log=home / "zookeeper.log", cwd=home)
     wait_until_ready(process, lambda: answers(LOOPBACK, port), timeout=timeout, popen=popen)
     return RunningService(ZooKeeperEndpoint(LOOPBACK, port), (process,))

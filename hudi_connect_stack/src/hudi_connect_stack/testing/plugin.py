@@ -138,11 +138,9 @@ def local_base_path(tmp_path: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def zookeeper_endpoint(shared_services: SharedServices) -> ZooKeeperEndpoint:
-    """A ZooKeeper server (a local JVM on either backend): the lock that writers on several servers share."""
-    from hudi_connect_stack.zookeeper import start_zookeeper
-
-    return shared_services.get("zookeeper", ZooKeeperEndpoint, start_zookeeper)
+def zookeeper_endpoint(shared_services: SharedServices, hudi_connect_backend: Backend) -> ZooKeeperEndpoint:
+    """A ZooKeeper server (a process or a container): the lock that writers on several servers share."""
+    return shared_services.get("zookeeper", ZooKeeperEndpoint, hudi_connect_backend.zookeeper)
 
 
 @pytest.fixture(scope="session")
