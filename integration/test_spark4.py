@@ -206,3 +206,16 @@ def test_reverse_stream_to_kafka_files_and_postgres(
     assert postgres_rows(postgres_dsn, pg_changes) == left
     assert replay_files(change_files) == (left, 0)
     assert [c.kind for c in changes.checkpoints.history("changes")] == ["override", "batch"]
+
+
+def test_an_empty_in_list_keeps_a_null_partition_spark_4_keeps(spark4: SparkSession) -> None:
+    """Spark 4 answers ``NULL IN ()`` false (SPARK-44431; Spark 3.5 NULL), so ``NOT (p IN ())`` keeps a
+    partition whose value is null: the pruner must not drop it (it leaves ``NULL IN ()`` undecided)."""
+    from pyspark.sql import functions as F
+
+    from hudi_connect.core.format.expressions import col, partition_may_match
+
+    null = F.lit(None).cast("string")
+    answer = spark4.range(1).select(null.isin().alias("is_in"), (~null.isin()).alias("not_in")).first()
+    assert answer is not None and (answer.is_in, answer.not_in) == (False, True)
+    assert partition_may_match(~col("p").isin(), {"p": None})

@@ -74,6 +74,16 @@ def test_partition_values_never_prune_a_matching_partition(row: dict[str, int | 
     assert partition_may_match(predicate, {})  # nothing known: keep
 
 
+def test_an_empty_in_list_of_a_null_value_decides_nothing() -> None:
+    """``NULL IN ()`` is NULL on Spark 3.5 and false on Spark 4 (so ``NOT (p IN ())`` keeps a null partition
+    there): undecided here, so no line's answer is pruned away; a value's ``IN ()`` is false on both."""
+    assert partition_may_match(~col("a").isin(), {"a": None})
+    assert stats_may_match(~col("a").isin(), {"a": ColumnRange(None, None, 3, 3)})
+    assert not stats_may_match(col("a").isin(), {"a": ColumnRange(None, None, 3, 3)})  # no row on either line
+    assert not partition_may_match(col("a").isin(), {"a": 1})
+    assert partition_may_match(~col("a").isin(), {"a": 1})
+
+
 def test_statistics_prune_what_cannot_match() -> None:
     stats = {"a": ColumnRange(1, 5, 0, 10), "n": ColumnRange(None, None, 3, 3)}
     assert not stats_may_match(col("a") > 5, stats)

@@ -251,6 +251,9 @@ def evaluate(expr: Expression, row: Mapping[str, Any]) -> Any:
     if isinstance(expr, IsNull):
         value = evaluate(expr.value, row)
         return value if value is UNKNOWN else value is None
+    if isinstance(expr, In) and not expr.options:  # NULL IN (): NULL on Spark 3.5, false on 4 (SPARK-44431)
+        value = evaluate(expr.value, row)
+        return UNKNOWN if value is None or value is UNKNOWN else False
     values = [evaluate(child, row) for child in _children(expr)]
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
