@@ -550,15 +550,20 @@ def time_travel_torn_by_compaction(commits: Iterable[Instant]) -> list[Instant]:
     travel to a moment between the two requests reads the old slice: the commit's new files without its log
     blocks, part of a returned commit (docs). Ours shows the whole commit."""
     commits = list(commits)
-    compactions = [c.requested_time for c in commits if c.action in (Action.COMMIT, Action.COMPACTION)]
+    compactions = _compaction_requests(commits)
     return [c for c in commits if c.action is Action.DELTA_COMMIT and c.completion_time
             and any(c.requested_time < r < c.completion_time for r in compactions)]
+
+
+def _compaction_requests(commits: list[Instant]) -> list[str]:
+    """Requested times of the compactions among ``commits`` (on a MOR table every commit action is one)."""
+    return [c.requested_time for c in commits if c.action in (Action.COMMIT, Action.COMPACTION)]
 
 
 def _torn_at(commits: list[Instant], request: Request) -> bool:
     """Whether Hudi's time travel to the request's end, or any commit of its range, is torn by a compaction."""
     torn = time_travel_torn_by_compaction(commits)
-    compactions = [c.requested_time for c in commits if c.action in (Action.COMMIT, Action.COMPACTION)]
+    compactions = _compaction_requests(commits)
     end = commits.index(commits[request.commit]) if -request.commit <= len(commits) else len(commits) - 1
     first = end if request.kind == "as_of" else max(request.begin - 1, 0)
     return any(d.requested_time <= moment.requested_time < r < str(d.completion_time)
