@@ -39,37 +39,50 @@ def measure(table_type: str, rows: int, batch_rows: int, repeat: int) -> dict[st
         created.upsert(batch(hudi, 0, range(0), 0, rows))
         tables = {"multi-writer (default)": HudiTable.open(hudi, path),
                   "single writer": HudiTable.open(hudi, path, single_writer=True)}
-        times: dict[str, list[float]] = {label: [] for label in tables}
-        next_key, step = rows, 0
-        for round_number in range(repeat + 1):  # the first round warms both up, untimed
-            labels = list(tables)
-            shift = round_number % len(labels)
-            for label in labels[shift:] + labels[:shift]:
-                step += 1
-                start = (step * batch_rows) % max(rows - batch_rows, 1)
-                df = batch(hudi, next_key, range(start, start + batch_rows), step, batch_rows)
-                begin = time.perf_counter()
-                tables[label].upsert(df)
-                if round_number:
-                    times[label].append(time.perf_counter() - begin)
-                next_key += batch_rows
-        expected = next_key  # every key written once or more
+        medians, expected = rotating_upserts(hudi, tables, rows, batch_rows, repeat)
         for name, count in (("ours", HudiTable.open(plain, path).snapshot().count()),
                             ("Hudi's", tables["single writer"].hudi.snapshot().count())):
             assert count == expected, f"{name} snapshot has {count} rows, the model {expected}"
-        return {label: statistics.median(values) for label, values in times.items()}
+        return medians
+
+
+def rotating_upserts(spark: SparkSession, tables: dict[str, HudiTable], rows: int, batch_rows: int,
+                     repeat: int) -> tuple[dict[str, float], int]:
+    """``repeat`` rounds (after an untimed one that warms every side up) of an upsert through each of ``tables``
+    (one table opened several ways, holding keys 0 to ``rows``), in rotating order: the medians per side, and
+    the keys the table holds afterwards (every key written once or more)."""
+    times: dict[str, list[float]] = {label: [] for label in tables}
+    next_key, step = rows, 0
+    for round_number in range(repeat + 1):
+        labels = list(tables)
+        shift = round_number % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            step += 1
+            start = (step * batch_rows) % max(rows - batch_rows, 1)
+            df = batch(spark, next_key, range(start, start + batch_rows), step, batch_rows)
+            begin = time.perf_counter()
+            tables[label].upsert(df)
+            if round_number:
+                times[label].append(time.perf_counter() - begin)
+            next_key += batch_rows
+    return {label: statistics.median(values) for label, values in times.items()}, next_key
+
+
+def upsert_arguments(description: str | None, repeat: int) -> argparse.Namespace:
+    """The command line of the upsert benchmarks: table size, batch size, rounds and table types."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rows", default="100k", type=lambda text: sizes(text)[0])
+    parser.add_argument("--batch", default="10k", type=lambda text: sizes(text)[0])
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--table-types", default="COPY_ON_WRITE,MERGE_ON_READ", type=lambda text: text.split(","))
+    return parser.parse_args()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", default="100k")
-    parser.add_argument("--batch", default="10k")
-    parser.add_argument("--repeat", type=int, default=9)
-    parser.add_argument("--table-types", default="COPY_ON_WRITE,MERGE_ON_READ")
-    args = parser.parse_args()
-    rows, batch_rows = sizes(args.rows)[0], sizes(args.batch)[0]
+    args = upsert_arguments(__doc__, repeat=9)
+    rows, batch_rows = args.rows, args.batch
     print("| table | rows | batch | multi-writer s | single writer s | ratio | target |\n|---|---|---|---|---|---|---|")
-    for table_type in args.table_types.split(","):
+    for table_type in args.table_types:
         medians = measure(table_type, rows, batch_rows, args.repeat)
         multi, single = medians["multi-writer (default)"], medians["single writer"]
         print(f"| {table_type} | {rows} | {batch_rows} | {multi:.2f} | {single:.2f} | {multi / single:.3f} | "

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hudi_connect.table.concurrency import (
     CONCURRENCY_MODE_KEY,
     FAILED_WRITES_POLICY_KEY,
+    HIVE_LOCK_DATABASE_KEY,
+    HIVE_LOCK_TABLE_KEY,
+    HIVE_METASTORE_LOCK,
     IN_PROCESS_LOCK,
     LOCK_PROVIDER_KEY,
     SMALL_FILE_LIMIT_KEY,
     ZOOKEEPER_LOCK,
     concurrency_options,
     instants_named_in,
+    is_heartbeat_expired,
     is_lock_timeout,
     is_write_conflict,
     server_lock_options,
@@ -55,6 +61,40 @@ def test_writes_are_multi_writer_by_default_with_the_users_then_the_servers_then
         assert "hoodie.write.lock.zookeeper.port" not in applied
 
 
+HIVE_SERVER = {"spark.hoodie.write.lock.provider": HIVE_METASTORE_LOCK,
+               "spark.hoodie.write.lock.hivemetastore.uris": "thrift://metastore:9083"}
+base_paths = st.builds(lambda scheme, parts: f"{scheme}://lake/" + "/".join(parts),
+                       st.sampled_from(["s3a", "file", "gs", "hdfs"]),
+                       st.lists(st.text("abcxyz-_=.0123456789", min_size=1, max_size=6), min_size=1, max_size=3))
+
+
+@given(first=base_paths, second=base_paths, names=st.dictionaries(
+    st.sampled_from([HIVE_LOCK_DATABASE_KEY, HIVE_LOCK_TABLE_KEY]), st.sampled_from(["lake", "locks"])),
+    by_user=st.booleans())
+def test_a_hive_metastore_lock_declared_once_locks_a_name_of_each_tables_own(
+    first: str, second: str, names: dict[str, str], by_user: bool
+) -> None:
+    """Hudi's Hive Metastore lock needs a database and table name; declared once for a server's every table
+    (or chosen without them), each table locks a name derived from its base path, and names given win."""
+    declared = server_lock_options(HIVE_SERVER) | ({} if by_user else names)
+    chosen = (server_lock_options(HIVE_SERVER) | names) if by_user else {}
+
+    def lock_of(path: str) -> dict[str, str]:
+        return concurrency_options(single_writer=False, server_lock=declared, chosen=chosen, base_path=path) | chosen
+
+    applied = lock_of(first)
+    assert applied[LOCK_PROVIDER_KEY] == HIVE_METASTORE_LOCK
+    assert applied["hoodie.write.lock.hivemetastore.uris"] == "thrift://metastore:9083"
+    assert applied[HIVE_LOCK_DATABASE_KEY] == names.get(HIVE_LOCK_DATABASE_KEY, "default")
+    table = applied[HIVE_LOCK_TABLE_KEY]
+    if HIVE_LOCK_TABLE_KEY in names:
+        assert table == names[HIVE_LOCK_TABLE_KEY]
+    else:  # a Hive identifier, one per table: the same for its path written with a trailing slash
+        assert re.fullmatch(r"[a-z0-9_]{1,128}", table)
+        assert lock_of(first + "/")[HIVE_LOCK_TABLE_KEY] == table
+        assert (lock_of(second)[HIVE_LOCK_TABLE_KEY] == table) == (second.rstrip("/") == first.rstrip("/"))
+
+
 @given(server_lock=server_locks, chosen=user_options)
 def test_single_writer_is_hudis_default_and_takes_no_lock(server_lock: dict[str, str], chosen: dict[str, str]) -> None:
     options = concurrency_options(single_writer=True, server_lock=server_lock, chosen=chosen)
@@ -77,6 +117,10 @@ def test_hudis_conflict_and_lock_errors_are_recognised() -> None:
     assert not is_write_conflict("HoodieUpsertException: Failed to upsert for commit time 20261128211500123")
     assert is_lock_timeout("org.apache.hudi.exception.HoodieLockException: Unable to acquire lock, lock object null")
     assert not is_lock_timeout(conflict)
+    # as a server on MinIO under eight writers raised it (Hudi 1.2.0, apache/hudi#18903)
+    assert is_heartbeat_expired("org.apache.hudi.exception.HoodieException: Heartbeat for instant 20261129113445371 "
+                                "has expired, last heartbeat 1795952085000")
+    assert not is_heartbeat_expired(conflict)
 
 
 @given(merge_on_read=st.booleans(), version=st.sampled_from([6, 8, 9]),

@@ -152,8 +152,8 @@ class HudiTable:
         non_blocking = concurrency.supports_non_blocking(
             merge_on_read=merge_on_read, table_version=props.version, settings={**props.raw, **self._write_options})
         return concurrency.concurrency_options(single_writer=self._single_writer, server_lock=self._server_lock or {},
-                                               chosen=self._write_options, non_blocking=non_blocking,
-                                               merge_on_read=merge_on_read)
+                                               chosen=self._write_options, base_path=self._base_path,
+                                               non_blocking=non_blocking, merge_on_read=merge_on_read)
 
     # --- opening and creating ---------------------------------------------------------
 
@@ -617,7 +617,12 @@ class HudiTable:
                         "wait_time_ms and hoodie.write.lock.num_retries set how long a write waits)")
         if outcome.state is WriteState.PENDING:
             message += (". It left pending writes (" + ", ".join(i.requested_time for i in outcome.pending)
-                        + "); table.recover() rolls them back, or Hudi does at the next write")
+                        + "); no reader sees them, and table.recover() rolls them back now (Hudi does after a later "
+                        "commit: at once under single_writer, once their heartbeats expired otherwise)")
+        if concurrency.is_heartbeat_expired(text):
+            message += (". Hudi aborted it before its commit because its heartbeat lapsed: Hudi 1.2.0 stops a "
+                        "write's heartbeat after one late beat on a loaded server (apache/hudi#18903); running it "
+                        "again is safe")
         if "HoodieClusteringUpdateException" in str(error):
             message += (". A pending clustering rejects updates to its file groups (a writer died during it?): "
                         "table.recover() completes it")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hudi_connect.core.errors import ServiceStartError
+from hudi_connect.table.concurrency import HIVE_METASTORE_LOCK, LOCK_PROVIDER_KEY, SERVER_LOCK_PREFIX
 from hudi_connect_stack import provision, versions
 from hudi_connect_stack.endpoints import HiveMetastoreEndpoint, PostgresEndpoint
 from hudi_connect_stack.hdfs import render_site
@@ -85,6 +86,13 @@ def metastore_site(postgres: PostgresEndpoint, port: int, warehouse: str, databa
         # its default task threads need Hive's full server; the event cleaner is the one this server can run
         "metastore.task.threads.always": "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
     }
+
+
+def lock_confs(metastore: HiveMetastoreEndpoint) -> dict[str, str]:
+    """The Spark confs of a server whose writers lock tables through ``metastore``'s locks: Hudi's lock settings
+    under ``spark.``; hudi-connect names each table's lock (:func:`hudi_connect.table.concurrency.
+    table_lock_options`)."""
+    return {f"spark.{LOCK_PROVIDER_KEY}": HIVE_METASTORE_LOCK, f"{SERVER_LOCK_PREFIX}hivemetastore.uris": metastore.uri}
 
 
 def write_conf(conf_dir: Path, settings: Mapping[str, str]) -> None:
