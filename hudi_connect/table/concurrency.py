@@ -14,7 +14,9 @@ The lock, first that applies:
 1. the one the user names in the table's or the write's options (``hoodie.write.lock.provider`` and its
    settings), as Hudi takes them;
 2. the one the server declares for every writer of it: Spark confs ``spark.hoodie.write.lock.*`` (Hudi's
-   keys under ``spark.``, e.g. ZooKeeper's for servers that share a storage; :func:`server_lock_options`);
+   keys under ``spark.``; :func:`server_lock_options`): for servers that share a storage, the Hive Metastore's
+   locks where they share a metastore (the cheaper by measurement; each table's lock named by
+   :func:`table_lock_options`), ZooKeeper's where they do not;
 3. Hudi's in-process lock: exact for every session of one server (one JVM), which is this library's premise.
 
 A MOR table with a simple bucket index (table version 8+) runs Hudi 1.2's non-blocking concurrency control
