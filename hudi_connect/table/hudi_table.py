@@ -617,8 +617,8 @@ class HudiTable:
                         "wait_time_ms and hoodie.write.lock.num_retries set how long a write waits)")
         if outcome.state is WriteState.PENDING:
             message += (". It left pending writes (" + ", ".join(i.requested_time for i in outcome.pending)
-                        + "); no reader sees them, and table.recover() rolls them back now (Hudi does after a later "
-                        "commit: at once under single_writer, once their heartbeats expired otherwise)")
+                        + "); table.recover() rolls them back now, and Hudi does after a later commit (at once "
+                        "under single_writer, once their heartbeats expired otherwise); no reader sees them meanwhile")
         if concurrency.is_heartbeat_expired(text):
             message += (". Hudi aborted it before its commit because its heartbeat lapsed: Hudi 1.2.0 stops a "
                         "write's heartbeat after one late beat on a loaded server (apache/hudi#18903); running it "
