@@ -9,25 +9,48 @@ it and by 1.2), with its report in ``HUDI_CONNECT_DIFFERENTIAL_REPORT`` when set
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import uuid
 from pathlib import Path
 
 import pytest
+from hudi_connect_stack.provision import cache_dir
+from hudi_connect_stack.testing.plugin import spark4_server
 from pyspark.sql import SparkSession
 
 from integration.differential.runner import run_scenario
 from integration.differential.scenario import Record, Request, Scenario, Service, Shape, Write
-from integration.differential.session import Tally, check_seed, explore
+from integration.differential.session import Tally, check_seed, explore, root_causes
+from integration.differential.spark4_reader import Spark4Reader
 
 CI_SEEDS = (20261127, 57)
 RELEASE = os.environ.get("HUDI_CONNECT_DIFFERENTIAL_RELEASE", "1.2")
 WRITERS = {"1.2": "spark", "1.0.2": "hudi_10_spark", "0.15.0": "hudi_015_spark"}
+WRITER_SERVICES = {"1.2": "spark-connect-hudi", "1.0.2": "spark-connect-hudi-1.0", "0.15.0": "spark-connect-hudi-0.15"}
 
 
 def _paths(root: Path):  # type: ignore[no-untyped-def]
     return lambda: str(root / uuid.uuid4().hex[:12])
+
+
+def test_root_causes_count_the_deepest_cause_of_each_trace_whatever_varies() -> None:
+    """How the long runs classify Hudi's failed writes: by the deepest ``Caused by`` of each stack trace in the
+    writing server's log, with instants, paths, stage numbers and file ids cut."""
+    def trace(instant: str, path: str, stage: str) -> list[str]:
+        return [f"26/11/29 ERROR SparkConnectService: Error during: execute. UserId: root. SessionId: {instant}",
+                f"org.apache.hudi.exception.HoodieUpsertException: Failed to upsert for commit time {instant}",
+                "\tat org.apache.hudi.table.action.commit.BaseWriteHelper.write(BaseWriteHelper.java:80)",
+                f"Caused by: org.apache.spark.SparkException: Job aborted: Task 0 in stage {stage}",
+                "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2898)",
+                f"Caused by: java.lang.NumberFormatException: For input string: \"e4cd47c1\" in {path}",
+                "\t... 31 more"]
+    log = [*trace("20261129082534740", "/tmp/a/b/c.log", "691.0"), "26/11/29 INFO next",
+           *trace("20261129082612676", "/tmp/d/e/f.parquet", "949.0"), "26/11/29 WARN TaskSetManager: Lost task",
+           "java.lang.NullPointerException", "\tat org.apache.hudi.common.util.Option.get(Option.java:12)", "INFO"]
+    assert root_causes(log) == {'java.lang.NumberFormatException: For input string: "…" in …': 2,
+                                "java.lang.NullPointerException": 1}
 
 
 @pytest.mark.parametrize("seed_value", CI_SEEDS)
@@ -184,6 +207,20 @@ def test_a_snapshot_after_the_metadata_table_compacted_a_partition_it_had_just_i
 
 
 MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))
+# the Spark 4 line whose plain server also reads (ANSI on), from that line's client environment: the long runs'
+# (python -m integration.differential: 4.3 unless told); none under pytest alone, whose Spark 4 set-up may not be
+# done when leg 1 gets here (CI's slice of that reader: integration/test_spark4.py, on the Spark 4 legs)
+SPARK4_LINE = os.environ.get("HUDI_CONNECT_DIFFERENTIAL_SPARK4", "")
+
+
+def _spark4_reader(request: pytest.FixtureRequest, tmp_path: Path, stack: contextlib.ExitStack) -> Spark4Reader:
+    python = cache_dir() / f"venv-spark{SPARK4_LINE.replace('.', '')}" / "bin" / "python"
+    assert python.is_file(), f"the tester's Spark {SPARK4_LINE} reader needs `bash ci/setup-spark4.sh {SPARK4_LINE}`"
+    server = spark4_server(request.getfixturevalue("shared_services"), SPARK4_LINE)
+    log = stack.enter_context(open(tmp_path / "spark4-reader.log", "w"))  # noqa: SIM115 (the stack closes it)
+    reader = Spark4Reader(str(python), server.url, log)
+    stack.callback(reader.close)
+    return reader
 
 
 @pytest.mark.full
@@ -194,7 +231,14 @@ def test_differential_run(request: pytest.FixtureRequest, spark: SparkSession, p
     writer: SparkSession = request.getfixturevalue(WRITERS[RELEASE])
     oracles = {"1.2": spark} if RELEASE == "1.2" else {"1.2": spark, RELEASE: writer}
     tally = Tally()
-    explore(writer, plain_spark, _paths(tmp_path), first, MINUTES, tally, RELEASE, oracles)
+    with contextlib.ExitStack() as stack:
+        spark4 = _spark4_reader(request, tmp_path, stack) if SPARK4_LINE else None
+        tally.spark4_line = spark4.line if spark4 else ""
+        explore(writer, plain_spark, _paths(tmp_path), first, MINUTES, tally, RELEASE, oracles, spark4)
+    log = request.getfixturevalue("hudi_connect_run_dir") / WRITER_SERVICES[RELEASE] / "server.log"
+    if log.is_file():  # a local process's (a container's log is the engine's)
+        with log.open(errors="replace") as lines:
+            tally.server_causes = root_causes(lines)
     report = tally.report(MINUTES, RELEASE)
     target = os.environ.get("HUDI_CONNECT_DIFFERENTIAL_REPORT")
     if target:

@@ -38,6 +38,8 @@ from hudi_connect_stack.testing.reference_tables import (
 )
 from hudi_connect_stack.testing.topics import read_topic
 from hudi_connect_stack.versions import HUDI_VERSION
+from pyspark.errors.exceptions.base import PySparkException
+from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import SparkSession
 
 from hudi_connect.cdc import ChangeQuery
@@ -219,3 +221,61 @@ def test_an_empty_in_list_keeps_a_null_partition_spark_4_keeps(spark4: SparkSess
     answer = spark4.range(1).select(null.isin().alias("is_in"), (~null.isin()).alias("not_in")).first()
     assert answer is not None and (answer.is_in, answer.not_in) == (False, True)
     assert partition_may_match(~col("p").isin(), {"p": None})
+
+
+def test_the_differential_testers_spark_4_reader_holds_ours_to_rows_filtered_by_spark_4(
+        spark4: SparkSession, reference: Path, tmp_path: Path) -> None:
+    """The tester's Spark 4 reader (``integration.differential.spark4_reader``, a child process of the tester in
+    this line's environment) on this line: ours pruned by a partition predicate equals the table's rows filtered by
+    Spark 4 itself; a copy that lacks a row is found different; a predicate ANSI refuses is refused in both."""
+    from integration.differential.scenario import Request
+    from integration.differential.spark4_reader import Question, answer
+
+    path = str(reference / "cow_before_after")
+    reader = TableReader(spark4, path)
+    commits = list(reader.view.timeline().write_commits())
+    whole = reader.snapshot()
+    copies = {"whole": whole, "short": whole.where("NOT (part = 'p0' AND id = 0)")}
+    assert whole.where("part = 'p0' AND id = 0").count() == 1
+    for name, rows in copies.items():
+        rows.write.parquet(str(tmp_path / name))
+
+    def ask(predicate: Any, copy: str) -> str:
+        request = Request("snapshot", predicate, spelling="sql")
+        return answer(spark4, Question(path, request, commits, False, str(tmp_path / copy), False, "test")).kind
+
+    assert ask(("cmp", "=", "part", "p0"), "whole") == "equal"
+    assert ask(("not", ("in", "part", ("p1",))), "whole") == "equal"
+    assert ask(("cmp", "=", "part", "p0"), "short") == "different"
+    assert ask(("cmp", "=", "id", "abc"), "whole").startswith("refused by Spark in both")  # ANSI: not a number
+
+
+# the spellings a session's default collation has had on the way to Spark 4 (a conf, then statements)
+DEFAULT_COLLATION_CONF = "spark.sql.session.collation.default"
+DEFAULT_COLLATION_STATEMENTS = (f"SET {DEFAULT_COLLATION_CONF} = UTF8_LCASE", "SET COLLATION UTF8_LCASE",
+                                "SET DEFAULT COLLATION UTF8_LCASE")
+
+
+def test_collations_default_or_explicit_prune_nothing_spark_keeps(spark4: SparkSession, reference: Path) -> None:
+    """A string partition predicate under a session's default collation (where the line has one) or with an
+    explicit ``COLLATE``: ours pruned equals Spark's own filter of the whole snapshot, on every Spark 4 line. Our
+    translators leave a collated comparison to Spark (nothing pruned); a default collation, where a line takes
+    one, must not make the pruner drop a partition Spark keeps."""
+    reader = TableReader(spark4, str(reference / "cow_before_after"))
+    accepted = []
+    try:
+        for statement in DEFAULT_COLLATION_STATEMENTS:
+            try:
+                spark4.sql(statement).collect()
+                accepted.append(statement)
+            except (SparkConnectException, PySparkException):  # not this line's spelling
+                continue
+        for predicate in ("part = 'P0'", "part = 'P0' COLLATE UTF8_LCASE", "part COLLATE UTF8_LCASE = 'P0'",
+                          "part IN ('P0', 'p1')", "part < 'P1'", "part > 'P0' COLLATE UTF8_LCASE"):
+            spark_keeps = _ours(reader.snapshot().where(predicate))
+            assert _ours(reader.snapshot([predicate])) == spark_keeps, (predicate, accepted)
+        # the explicit collation matched p0 case-insensitively (the comparison ran under it)
+        assert sum(_ours(reader.snapshot(["part = 'P0' COLLATE UTF8_LCASE"])).values()) > 0
+    finally:
+        spark4.conf.unset(DEFAULT_COLLATION_CONF)
+    print(f"Spark {spark4.version} accepted {accepted or 'none of the default collation statements'}")

@@ -1,4 +1,4 @@
-"""``python -m integration.differential --minutes N [--seed S] [--release R] [--report FILE]``: a long
+"""``python -m integration.differential --minutes N [--seed S] [--release R] [--spark4 LINE] [--report F]``: a long
 differential run, through pytest so that the stack's fixtures start (and stop) the servers it needs."""
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", choices=["1.2", "1.0.2", "0.15.0"], default="1.2",
                         help="the Hudi release that writes the tables (read back by it and by 1.2)")
     parser.add_argument("--report", help="write the run's Markdown report to this file")
+    parser.add_argument("--spark4", choices=["4.0", "4.1", "4.2", "4.3", "none"], default="4.3",
+                        help="the Spark 4 line that also reads, ANSI on (default 4.3; needs ci/setup-spark4.sh LINE)")
     args = parser.parse_args(argv)
+    os.environ["HUDI_CONNECT_DIFFERENTIAL_SPARK4"] = "" if args.spark4 == "none" else args.spark4
     os.environ["HUDI_CONNECT_DIFFERENTIAL_MINUTES"] = str(args.minutes)
     os.environ["HUDI_CONNECT_DIFFERENTIAL_RELEASE"] = args.release
     if args.seed is not None:

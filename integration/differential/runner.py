@@ -18,12 +18,13 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
@@ -60,6 +61,9 @@ from integration.differential.scenario import (
     sql_text,
 )
 
+if TYPE_CHECKING:
+    from integration.differential.spark4_reader import Spark4Reader
+
 IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where a reader found a record, not what it is
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 _SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "float": "float", "double": "double",
@@ -85,9 +89,11 @@ class Outcome:
     differences: list[str] = field(default_factory=list)
     release_differences: list[str] = field(default_factory=list)  # an earlier release's answer unlike 1.2's
     concurrent: Counter[str] = field(default_factory=Counter)  # what concurrent writes ended in
+    spark4: Counter[str] = field(default_factory=Counter)  # the requests also read on Spark 4 (spark4_reader)
 
     def add(self, other: Outcome) -> None:
         self.compared.update(other.compared)
+        self.spark4.update(other.spark4)
         self.concurrent.update(other.concurrent)
         self.differences += other.differences
         self.release_differences += other.release_differences
@@ -394,20 +400,27 @@ def _part(value: Any, url_decoded: bool) -> Any:
 def _pair(plain: SparkSession, table: HudiTable, request: Request,
           commits: list[Instant]) -> tuple[Any, Any] | None:
     """Ours and Hudi's read for the request (unfiltered), or None where it names no valid range."""
-    reader = TableReader(plain, table.base_path)
+    return read_pair(plain, table.base_path, table.properties.ranges_by_completion, table.hudi, request, commits)
+
+
+def read_pair(plain: SparkSession, base_path: str, ranges_by_completion: bool, hudi: Any, request: Request,
+              commits: list[Instant]) -> tuple[Any, Any] | None:
+    """Ours (on ``plain``) and Hudi's read (``hudi``: a table's Hudi reads; None where only ours is made, the Spark
+    4 reader's) for the request, or None where it names no valid range."""
+    reader = TableReader(plain, base_path)
     predicates = [user_predicate(request)] if request.predicate is not None else []
     if request.kind == "snapshot":
-        return (lambda: reader.snapshot(predicates), lambda: table.hudi.snapshot(with_meta_columns=True))
+        return (lambda: reader.snapshot(predicates), lambda: hudi.snapshot(with_meta_columns=True))
     if request.kind == "read_optimized":
-        return (lambda: reader.read_optimized(predicates), lambda: table.hudi.read_optimized(with_meta_columns=True))
+        return (lambda: reader.read_optimized(predicates), lambda: hudi.read_optimized(with_meta_columns=True))
     if -request.commit > len(commits):
         return None
     end = commits[request.commit]
     if request.kind == "as_of":
         if request.by_moment:
             moment, text = _moment(plain, end)
-            return (lambda: reader.as_of(moment, predicates), lambda: table.hudi.as_of(text, with_meta_columns=True))
-        return (lambda: reader.as_of(end, predicates), lambda: table.hudi.as_of(end, with_meta_columns=True))
+            return (lambda: reader.as_of(moment, predicates), lambda: hudi.as_of(text, with_meta_columns=True))
+        return (lambda: reader.as_of(end, predicates), lambda: hudi.as_of(end, with_meta_columns=True))
     if request.begin > len(commits) or (request.begin and commits[request.begin - 1] == end):
         return None
     begin: Instant | str = "earliest" if request.begin == 0 else commits[request.begin - 1]
@@ -416,17 +429,17 @@ def _pair(plain: SparkSession, table: HudiTable, request: Request,
     ours_range: tuple[Any, Any] = (begin, end)
     hudis_range: tuple[Any, Any] = (begin, end)
     if request.by_moment:  # both ends named by time: ours a datetime, Hudi's the timeline's wall-clock text
-        completed = table.properties.ranges_by_completion
+        completed = ranges_by_completion
         (end_moment, end_text) = _moment(plain, end, completed)
         begin_moment, begin_text = _moment(plain, begin, completed) if isinstance(begin, Instant) else (begin, begin)
         ours_range, hudis_range = (begin_moment, end_moment), (begin_text, end_text)
     if request.kind == "changes":
-        return (lambda: ChangeQuery(plain, table.base_path).changes(*ours_range),
-                lambda: table.hudi.cdc(*hudis_range))
+        return (lambda: ChangeQuery(plain, base_path).changes(*ours_range),
+                lambda: hudi.cdc(*hudis_range))
     # Hudi's full-scan fallback on version 6 too (its default there is off: a range reaching archived commits then
     # reads the active timeline's part alone, silently); ours answers such a range by that rule (docs)
     return (lambda: reader.incremental(*ours_range, predicates),
-            lambda: table.hudi.incremental(*hudis_range, with_meta_columns=True, fallback_to_full_scan=True))
+            lambda: hudi.incremental(*hudis_range, with_meta_columns=True, fallback_to_full_scan=True))
 
 
 def _their_rows(read: Any, request: Request, url_encoded: bool) -> tuple[dict[str, str], Counter[Any]] | str:
@@ -574,10 +587,11 @@ def _torn_at(commits: list[Instant], request: Request) -> bool:
 
 
 def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: Request, commits: list[Instant],
-                    where: str, url_encoded: bool = False) -> Outcome:
+                    where: str, url_encoded: bool = False, spark4: Spark4Reader | None = None) -> Outcome:
     """One request, ours against Hudi's read on each release of ``tables``, in the request's client time zone.
     Where the releases disagree, Hudi 1.2's answer is the oracle (README: the writer release); the other's
-    difference is counted and kept as an example."""
+    difference is counted and kept as an example. Where ours equals Hudi's, ``spark4`` reads it again on a Spark
+    4 server against Hudi's rows filtered there."""
     outcome = Outcome()
     sessions = [plain, *(table.spark for table in tables.values())]
     with client_zone(request.zone), session_zone(sessions, request.session_zone):
@@ -603,6 +617,8 @@ def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: 
             return outcome
         if all(rows == mine for rows in answers.values()):
             outcome.compared["equal"] += 1
+            if spark4 is not None and "1.2" in answers:
+                _on_spark4(spark4, tables["1.2"], pairs["1.2"], request, commits, where, url_encoded, outcome)
             return outcome
         if answers.get("1.2") == mine:
             other = next(release for release, rows in answers.items() if rows != mine)
@@ -638,6 +654,21 @@ def compare_request(plain: SparkSession, tables: dict[str, HudiTable], request: 
     return outcome
 
 
+def _on_spark4(spark4: Spark4Reader, table: HudiTable, pair: Any, request: Request, commits: list[Instant],
+               where: str, url_encoded: bool, outcome: Outcome) -> None:
+    """The request read by ours on Spark 4, held to Hudi's unfiltered answer (copied as Parquet by the Hudi
+    server) filtered by Spark 4."""
+    from integration.differential.spark4_reader import Question
+
+    copy = f"{table.base_path.rstrip('/')}-answers/{uuid.uuid4().hex[:8]}"
+    pair[1]().write.mode("overwrite").parquet(copy)
+    answer = spark4.compare(Question(table.base_path, request, commits, table.properties.ranges_by_completion,
+                                     copy, url_encoded, where))
+    outcome.spark4[answer.kind] += 1
+    if answer.difference is not None:
+        outcome.differences.append(answer.difference)
+
+
 def incremental_model(hudi: HudiTable, request: Request, commits: list[Instant]) -> DataFrame:
     """The model of an incremental range (begin, end]: Hudi's time travel to its end, the rows whose commit is in
     the range (what its full-scan fallback answers too)."""
@@ -650,9 +681,10 @@ def incremental_model(hudi: HudiTable, request: Request, commits: list[Instant])
 
 
 def run_scenario(spark: SparkSession, plain: SparkSession, path: str, scenario: Scenario,
-                 oracles: dict[str, SparkSession] | None = None) -> Outcome:
+                 oracles: dict[str, SparkSession] | None = None, spark4: Spark4Reader | None = None) -> Outcome:
     """Writes the scenario's history at ``path`` with ``spark`` (a Hudi server) and compares every request after
-    each step with Hudi's read on each of ``oracles`` (release name -> server; default: the writer, 1.2's)."""
+    each step with Hudi's read on each of ``oracles`` (release name -> server; default: the writer, 1.2's), and
+    where ours equals it, on Spark 4 through ``spark4``."""
     outcome = Outcome()
     written: set[int] = set()
     duplicated = False  # an `insert` (no index lookup) wrote a key the table held: it may hold it twice
@@ -678,7 +710,7 @@ def run_scenario(spark: SparkSession, plain: SparkSession, path: str, scenario: 
                                                        f"after step {number} ({step})"))
                 continue
             outcome.add(compare_request(plain, tables, request, commits, f"after step {number} ({step})",
-                                        scenario.shape.url_encode))
+                                        scenario.shape.url_encode, spark4))
     return outcome
 
 

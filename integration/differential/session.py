@@ -8,20 +8,28 @@ summed in a :class:`Tally`, written as a report when asked.
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, Phase, given, reject, seed, settings
 from pyspark.sql import SparkSession
 
 from integration.differential.runner import HudiWriteFailed, Outcome, reproduction, run_scenario
-from integration.differential.scenario import Scenario, scenarios
+from integration.differential.scenario import Scenario, Shape, scenarios
+from integration.differential.spark4_reader import Spark4Reader
 
 SCENARIOS_PER_SEED = 20
 RELEASE_VERSIONS: dict[str, tuple[int, ...]] = {"1.2": (6, 8, 9), "1.0.2": (8,), "0.15.0": (6,)}
+
+
+def writes(release: str, shape: Shape) -> bool:
+    """Whether ``release`` writes such a table: its table versions; several ordering fields from 1.1 (1.0.2 fails
+    every write of them: "ts,ts2 field not found in record", the 1.0.2 run of seed 73100)."""
+    return shape.version in RELEASE_VERSIONS[release] and (shape.ordering_fields == 1 or release == "1.2")
 
 
 @dataclass
@@ -33,6 +41,8 @@ class Tally:
     hudi_write_failures: Counter[str] = field(default_factory=Counter)
     outcome: Outcome = field(default_factory=Outcome)
     failures: list[str] = field(default_factory=list)  # per failing seed: its shrunk reproduction
+    spark4_line: str = ""  # the Spark 4 reader's server version, where one reads beside
+    server_causes: Counter[str] = field(default_factory=Counter)  # root_causes() of the writing server's log
 
     def report(self, minutes: float, release: str) -> str:
         lines = [f"# Differential run: Hudi {release}, {minutes:.1f} minutes",
@@ -44,6 +54,14 @@ class Tally:
         lines += ["", f"Concurrent writes (two writers at once, multi-writer mode): {concurrent}"]
         lines += ["", f"Hudi write failures (scenarios discarded): {sum(self.hudi_write_failures.values())}"]
         lines += [f"- {n} x {kind}" for kind, n in self.hudi_write_failures.most_common(10)]
+        if self.server_causes:
+            lines += ["", "Root causes in the writing server's log (the deepest `Caused by` of each stack trace: its "
+                      "failed writes, and Hudi's reads that failed)", "", "| traces | cause |", "|---|---|"]
+            lines += [f"| {n} | {cause} |" for cause, n in self.server_causes.most_common(15)]
+        if self.outcome.spark4:
+            lines += ["", f"Read again on Spark {self.spark4_line} (ANSI on), where ours equals Hudi 1.2's: "
+                      f"{sum(self.outcome.spark4.values())}", "", "| outcome on Spark 4 | requests |", "|---|---|"]
+            lines += [f"| {kind} | {n} |" for kind, n in self.outcome.spark4.most_common()]
         examples = self.outcome.release_differences
         lines += ["", f"Answers of the writing release unlike Hudi 1.2's (1.2 followed): {len(examples)}",
                   *(f"```\n{example}\n```" for example in examples[:3])]
@@ -51,25 +69,51 @@ class Tally:
         return "\n".join(lines) + "\n"
 
 
+_TRACE_LINE = re.compile(r"^(\s+at |\s*Caused by: |\s+\.\.\. \d+ more|\s+Suppressed: )")
+_VARYING = re.compile(  # instants, stage and task numbers, file ids, paths, UUIDs, ports
+    r"\d{6,}|\b\d+\.\d+\b|\b(?=[0-9a-f]*[a-f])[0-9a-f]{8}\b|(?:/[\w.=%@+-]+){2,}"
+    r"|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|:\d{4,5}\b")
+
+
+def root_causes(log: Iterable[str]) -> Counter[str]:
+    """The deepest cause of each Java stack trace in a server's log (its last ``Caused by``, else the exception
+    itself), with what varies between runs (instants, paths, file ids, ports) cut: what Hudi's failed writes (and
+    failed reads) came to, by kind."""
+    causes: Counter[str] = Counter()
+    deepest: str | None = None  # of the trace being read
+    previous = ""
+    for line in [*log, ""]:
+        if _TRACE_LINE.match(line):
+            if line.lstrip().startswith("Caused by: "):
+                deepest = line.strip().removeprefix("Caused by: ")
+            elif deepest is None:  # the trace's first line: the exception is the line before it
+                deepest = previous.strip()
+            continue
+        if deepest is not None:
+            causes[_VARYING.sub("…", deepest)[:200]] += 1
+        deepest, previous = None, line
+    return causes
+
+
 def check_seed(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str], seed_value: int,
                examples: int, tally: Tally, release: str = "1.2",
-               oracles: dict[str, SparkSession] | None = None, deadline: float | None = None) -> None:
+               oracles: dict[str, SparkSession] | None = None, deadline: float | None = None,
+               spark4: Spark4Reader | None = None) -> None:
     """Draws ``examples`` scenarios from ``seed_value`` and compares each; raises (after shrinking) on a
     difference. Hypothesis draws the simplest scenario first, so ask for two or more. Past ``deadline``
     (``time.monotonic()``), no new scenario runs (shrinking a failure still does)."""
-    versions = RELEASE_VERSIONS[release]
     shrinking = False
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False, print_blob=False,
               phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
-    @given(scenarios().filter(lambda s: s.shape.version in versions))
+    @given(scenarios().filter(lambda s: writes(release, s.shape)))
     def check(scenario: Scenario) -> None:
         nonlocal shrinking
         if deadline is not None and time.monotonic() > deadline and not shrinking:
             reject()
         tally.scenarios += 1
         try:
-            outcome = run_scenario(spark, plain, new_path(), scenario, oracles)
+            outcome = run_scenario(spark, plain, new_path(), scenario, oracles, spark4)
         except HudiWriteFailed as failure:
             tally.hudi_write_failures[str(failure).split(": ", 1)[-1][:120]] += 1
             reject()
@@ -86,14 +130,14 @@ def check_seed(spark: SparkSession, plain: SparkSession, new_path: Callable[[], 
 
 def explore(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str], first_seed: int,
             minutes: float, tally: Tally, release: str = "1.2",
-            oracles: dict[str, SparkSession] | None = None) -> None:
+            oracles: dict[str, SparkSession] | None = None, spark4: Spark4Reader | None = None) -> None:
     """Seed after seed (``SCENARIOS_PER_SEED`` each) until ``minutes`` are spent; failing seeds are kept, not
     fatal."""
     deadline = time.monotonic() + minutes * 60
     current = first_seed
     while time.monotonic() < deadline:
         try:
-            check_seed(spark, plain, new_path, current, SCENARIOS_PER_SEED, tally, release, oracles, deadline)
+            check_seed(spark, plain, new_path, current, SCENARIOS_PER_SEED, tally, release, oracles, deadline, spark4)
         except AssertionError as failure:
             tally.failures.append(f"## seed {current}\n```\n{failure}\n```")
             print(tally.failures[-1], flush=True)

@@ -586,7 +586,12 @@ def provision(components: Sequence[str] = COMPONENTS) -> None:
         ensure_jar_sets(jar_sets)  # one Maven run
         if "interceptor" in components:
             ensure_interceptor_jar()
-            ensure_server_plugin_jar()
+            import pyspark
+
+            # the Hudi servers' plugin, compiled against this environment's Spark 3.5 jars; a Spark 4 line's client
+            # environment starts no Hudi server (pyspark-client 4.0 to 4.2 has no jars to compile against)
+            if pyspark.__version__ == versions.SPARK_VERSION:
+                ensure_server_plugin_jar()
 
     def apt() -> None:
         if "postgres" in components:

@@ -339,9 +339,15 @@ def spark4_server_url(pytestconfig: pytest.Config, shared_services: SharedServic
             f"a Spark {line.name} server needs a client of its line ({line.client}), not pyspark "
             f"{pyspark.__version__}: run these tests with `ci/test.sh --spark4`"
         )
-    flavor = cast(SparkFlavor, line.flavor)
+    return spark4_server(shared_services, line.name).url
+
+
+def spark4_server(shared_services: SharedServices, line: str) -> SparkConnectEndpoint:
+    """The run's plain Connect server of Spark 4 line ``line`` (a local process), started if needed; its clients
+    are of its line (the differential tester's Spark 4 reader is a child process in that line's environment)."""
+    flavor = cast(SparkFlavor, SPARK4_LINES[line].flavor)
     return shared_services.get(f"spark-connect-{flavor}", SparkConnectEndpoint,
-                               lambda run_dir: LocalBackend().spark_connect(run_dir, flavor, None)).url
+                               lambda run_dir: LocalBackend().spark_connect(run_dir, flavor, None))
 
 
 @pytest.fixture(scope="session")

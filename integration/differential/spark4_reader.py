@@ -1,0 +1,143 @@
+"""Ours on a Spark 4 server, ANSI on (its default), beside the tester's Spark 3.5 reader.
+
+A Connect server takes clients of its own line only, so the tester (a Spark 3.5 client) asks a child process in
+the Spark 4 line's environment (``python -m integration.differential.spark4_reader URL``). For each request the
+3.5 side found equal to Hudi 1.2's read, the Hudi server writes Hudi's unfiltered answer as Parquet beside the
+table; the child reads that copy on the Spark 4 server and filters it with pyspark's own column (or the SQL text)
+there, so the oracle is Hudi's rows under Spark 4's semantics (ANSI casts and comparisons, ``NULL IN ()`` false),
+and holds ours on Spark 4, in the same client and session time zones, to it.
+
+Questions and answers cross the child's stdin and stdout pickled (both ends run this repository's code).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pyspark.errors.exceptions.base import PySparkException
+from pyspark.errors.exceptions.connect import SparkConnectException
+from pyspark.sql import SparkSession
+
+from hudi_connect import library_errors
+from hudi_connect.core.format.timeline import Instant
+from integration.differential.runner import (
+    REFUSALS,
+    _difference,
+    _rows,
+    _their_rows,
+    client_zone,
+    read_pair,
+    session_zone,
+)
+from integration.differential.scenario import Request
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A request the 3.5 side settled as equal to Hudi's read; ``copy``: Hudi's unfiltered answer as Parquet."""
+
+    path: str
+    request: Request
+    commits: list[Instant]
+    ranges_by_completion: bool
+    copy: str
+    url_encoded: bool
+    where: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    kind: str  # "equal", "refused: <class>", "refused by Spark in both: ...", "different"
+    difference: str | None = None
+
+
+def answer(spark: SparkSession, question: Question) -> Answer:
+    """Ours on ``spark`` (a Spark 4 server) against Hudi's copied rows filtered by Spark 4 itself."""
+    request = question.request
+    with client_zone(request.zone), session_zone([spark], request.session_zone):
+        pair = read_pair(spark, question.path, question.ranges_by_completion, None, request, question.commits)
+        assert pair is not None, "the 3.5 side asked of a request naming no valid range"
+        theirs = _their_rows(lambda: spark.read.parquet(question.copy), request, question.url_encoded)
+        try:
+            with library_errors():
+                mine = _rows(pair[0]())
+        except REFUSALS as refusal:  # answered on 3.5: a refusal on Spark 4 alone is a difference of lines
+            return Answer("different", f"{question.where}: {request}\n  ours refused on Spark 4 only: {refusal}")
+        except (SparkConnectException, PySparkException) as error:
+            if isinstance(theirs, str):
+                return Answer(f"refused by Spark in both: {str(error).splitlines()[0][:80]}")
+            return Answer("different", f"{question.where}: {request}\n  ours failed on Spark 4 only: "
+                                       f"{str(error).splitlines()[0][:300]}")
+    if isinstance(theirs, str):
+        return Answer("different", f"{question.where}: {request}\n  Spark 4 refused Hudi's rows so filtered "
+                                   f"({theirs}) where ours answered")
+    if mine == theirs:
+        return Answer("equal")
+    return Answer("different", _difference(f"{question.where}, on Spark 4 (Hudi 1.2's rows filtered there)",
+                                           request, mine, theirs))
+
+
+class Spark4Reader:
+    """The child process, from the tester's side."""
+
+    def __init__(self, python: str, url: str, log: IO[Any]) -> None:
+        self.process = subprocess.Popen([python, "-m", "integration.differential.spark4_reader", url], cwd=REPO,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+        self.line = ".".join(self._ask(None).kind.split(".")[:2])  # its first answer: the server's version
+
+    def _ask(self, question: Question | None) -> Answer:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        pickle.dump(question, self.process.stdin)
+        self.process.stdin.flush()
+        try:
+            return pickle.load(self.process.stdout)  # type: ignore[no-any-return]
+        except EOFError:
+            ended = self.process.wait()
+            raise RuntimeError(f"the Spark 4 reader's process ended (exit {ended}): see its log") from None
+
+    def compare(self, question: Question) -> Answer:
+        reply = self._ask(question)
+        if reply.kind == "error":
+            raise RuntimeError(f"the Spark 4 reader broke on {question.request}:\n{reply.difference}")
+        return reply
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def serve(url: str) -> None:
+    """The child: answers pickled questions from stdin on stdout until stdin closes (None asks the version)."""
+    from hudi_connect.client.server import connect
+
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever else writes to stdout goes to the log
+    spark = connect(url)
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true", "Spark 4's default: ANSI on"
+    while True:
+        try:
+            question = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return
+        try:
+            reply = Answer(spark.version) if question is None else answer(spark, question)
+        except Exception:  # the tester's own fault: reported by the seed that asked, the child goes on
+            reply = Answer("error", traceback.format_exc())
+        pickle.dump(reply, protocol)
+        protocol.flush()
+
+
+if __name__ == "__main__":  # by its module's name, so that its answers unpickle as that module's classes
+    from integration.differential import spark4_reader
+
+    spark4_reader.serve(sys.argv[1])
