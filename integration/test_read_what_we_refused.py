@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from hudi_connect.core.format.bootstrap import FULL_BOOTSTRAP_INSTANT, METADATA_BOOTSTRAP_INSTANT
 from hudi_connect.core.format.log.format import HeaderKey, read_log_blocks
 from hudi_connect.reader import TableReader
 from integration.differential.scenario import Record, Request, Scenario, Service, Write
@@ -90,25 +91,32 @@ def test_log_compacted_mor_reads_equal_hudis(
         (0, late), (1, "five"), (2, "back"), (3, "four")}
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", pytest.param("COPY_ON_WRITE", marks=pytest.mark.full)])
+@pytest.mark.parametrize(("table_type", "bootstrap"), [
+    ("MERGE_ON_READ", "bootstrap"), pytest.param("COPY_ON_WRITE", "bootstrap", marks=pytest.mark.full),
+    *(pytest.param(kind, "full_bootstrap", marks=pytest.mark.full) for kind in ("MERGE_ON_READ", "COPY_ON_WRITE"))])
 def test_a_bootstrapped_table_reads_equal_hudis(
-    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, table_type: str
+    spark: SparkSession, plain_spark: SparkSession, tmp_path: Path, table_type: str, bootstrap: str
 ) -> None:
-    """A Parquet folder of two hive-style partitions made a table by Hudi's metadata-only bootstrap (skeleton
-    files joined with their source files by position, the partition column read from the path), then upserts,
-    a delete and a compaction on it."""
+    """A Parquet folder of two hive-style partitions made a table by Hudi's bootstrap, then upserts, a delete and
+    a compaction on it: metadata-only (skeleton files joined with their source files by position, the partition
+    column read from the path), or full-record (Hudi's own base files of the source's records)."""
     every = (Request("snapshot", None), Request("as_of", None, commit=-1), Request("incremental", None, begin=0),
              Request("snapshot", ("cmp", "=", "part", "b")),
              *((Request("read_optimized", None),) if table_type == "MERGE_ON_READ" else ()))
     later = (*every, Request("as_of", None, commit=-2), Request("incremental", None, begin=1))
     scenario = Scenario(
         shape(table_type=table_type, index="BLOOM", hive_style=True),
-        (Write("bootstrap", tuple(Record(k, "ab"[k % 2], 5, k, "source", k) for k in range(6))),
+        (Write(bootstrap, tuple(Record(k, "ab"[k % 2], 5, k, "source", k) for k in range(6))),
          Write("upsert", (Record(1, "b", 6, 10, "one", 1), Record(7, "b", 6, 11, "new", 7))),
          Write("delete", (Record(2, "a", 7, 12, "gone", 2),)),
          *((Service("compact"),) if table_type == "MERGE_ON_READ" else ())),
         (every, every[:1], every[:1], later)[:4] if table_type == "MERGE_ON_READ" else (every, every[:1], later))
     path = str(tmp_path / "t")
     run(spark, plain_spark, path, scenario)
-    assert {(r.key, r.v) for r in TableReader(plain_spark, path).snapshot().collect()} == {
+    reader = TableReader(plain_spark, path)
+    assert {(r.key, r.v) for r in reader.snapshot().collect()} == {
         (0, "source"), (1, "one"), (3, "source"), (4, "source"), (5, "source"), (7, "new")}
+    # the bootstrap Hudi ran: its instant (metadata-only 00000000000001, full-record 00000000000002) alone
+    bootstraps = {c.requested_time for c in reader.view.timeline().write_commits()} & {
+        METADATA_BOOTSTRAP_INSTANT, FULL_BOOTSTRAP_INSTANT}
+    assert bootstraps == {FULL_BOOTSTRAP_INSTANT if bootstrap == "full_bootstrap" else METADATA_BOOTSTRAP_INSTANT}

@@ -216,7 +216,7 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
             else:
                 table.cluster()
             return
-        if step.operation == "bootstrap":
+        if step.operation in ("bootstrap", "full_bootstrap"):
             bootstrap(spark, shape, path, step)
             return
         operation = {"soft_delete": "upsert"}.get(step.operation, step.operation)
@@ -232,7 +232,8 @@ def write_step(spark: SparkSession, shape: Shape, path: str, step: Write | Servi
 
 def bootstrap(spark: SparkSession, shape: Shape, path: str, step: Write) -> None:
     """The step's records as a Parquet folder beside the table (partitioned hive-style by the shape's partition
-    columns, which its files then do not hold), made the table by Hudi's metadata-only bootstrap."""
+    columns, which its files then do not hold), made the table by Hudi's metadata-only bootstrap, or by its
+    full-record bootstrap for ``full_bootstrap``."""
     source = f"{path.rstrip('/')}-source"
     rows = [_row(shape, r, False) for r in step.records]
     before = spark.conf.get("spark.sql.parquet.outputTimestampType")
@@ -245,9 +246,12 @@ def bootstrap(spark: SparkSession, shape: Shape, path: str, step: Write) -> None
     spark.createDataFrame([], schema(shape)).write.format("hudi").options(**writer_options(shape)) \
         .option("hoodie.datasource.write.operation", "bootstrap").option("hoodie.bootstrap.base.path", source) \
         .option("hoodie.datasource.write.hive_style_partitioning", "true") \
-        .option("hoodie.metadata.index.column.stats.enable", "false").mode("overwrite").save(path)
+        .option("hoodie.metadata.index.column.stats.enable", "false") \
+        .options(**({"hoodie.bootstrap.mode.selector": FULL_RECORD_SELECTOR} if step.operation == "full_bootstrap"
+                    else {})).mode("overwrite").save(path)
 
 
+FULL_RECORD_SELECTOR = "org.apache.hudi.client.bootstrap.selector.FullRecordBootstrapModeSelector"
 _COMPLETED = re.compile(r"^(\d+)(?:_\d+)?\.(commit|deltacommit|replacecommit)$")
 
 

@@ -92,12 +92,13 @@ class Record:
 class Write:
     """A write through Hudi's datasource: ``soft_delete`` upserts the records with ``_hoodie_is_deleted``,
     ``delete_partition`` drops the partitions the records name, ``bootstrap`` (a first step) writes the records
-    as a plain Parquet folder (hive-style partitions) and makes the table of it by a metadata-only bootstrap;
+    as a plain Parquet folder (hive-style partitions) and makes the table of it by a metadata-only bootstrap
+    (``full_bootstrap``: a full-record one, Hudi rewriting the folder's records into its own base files);
     ``fails``: the writer dies before its commit completes (the completed instant is removed; Hudi's next write
     rolls the commit back)."""
 
     operation: Literal["insert", "upsert", "delete", "soft_delete", "insert_overwrite", "delete_partition",
-                       "bootstrap"]
+                       "bootstrap", "full_bootstrap"]
     records: tuple[Record, ...]
     fails: bool = False
 
@@ -226,7 +227,8 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
     bootstraps = shape.hive_style and not shape.url_encode and shape.key_generator in ("simple", "complex") \
         and shape.index in ("BLOOM", "SIMPLE") and not shape.column_stats \
         and (shape.partition_type == "none" or all(parts[k] not in (None, "", "x/y", "c d") for k in first_keys))
-    first = Write("bootstrap" if bootstraps and draw(st.booleans()) else "insert", records(first_keys))
+    first = Write(draw(st.sampled_from(["bootstrap", "full_bootstrap"])) if bootstraps and draw(st.booleans())
+                  else "insert", records(first_keys))
     steps: list[Step] = [first]
     for _ in range(draw(st.integers(1, max_steps - 1))):
         kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster",
