@@ -27,8 +27,9 @@ class CdcInferenceCase(StrEnum):
     BASE_FILE_REWRITE = "BASE_FILE_REWRITE"  # COW rewrite without CDC logging: old and new base files compared
 
 
-# WriteOperationType.yieldChanges: everything that writes records on behalf of a user.
-NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "CLUSTER", "LOG_COMPACT", "INDEX", "ALTER_SCHEMA", "BOOTSTRAP"})
+# WriteOperationType.yieldChanges: everything that writes records on behalf of a user; a bootstrap too (its records
+# are inserts of its commit, as Hudi's change query reports them)
+NO_CHANGE_OPERATIONS = frozenset({"COMPACT", "CLUSTER", "LOG_COMPACT", "INDEX", "ALTER_SCHEMA"})
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,6 @@ from hudi_connect.core.executor.cdc_as_is import (
 from hudi_connect.core.executor.cdc_events import change_events, event_schema
 from hudi_connect.core.executor.contracts import CDC_SPLITS, CdcSplitRow
 from hudi_connect.core.executor.slices import SliceReadConfig
-from hudi_connect.core.format.bootstrap import BASE_PATH_PROPERTY as BOOTSTRAP_BASE_PATH
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.fs_view import (
@@ -143,13 +142,6 @@ class ChangeQuery:
             raise UnsupportedTableFeatureError(
                 "change queries of tables with partial updates", "hoodie.table.partial.update.mode",
                 self._reader.properties.raw.get("hoodie.table.partial.update.mode", ""),
-                where=f"the table at {self._base_path}", detail="snapshot, time travel and incremental reads work")
-        bootstrap_path = self._reader.properties.raw.get(BOOTSTRAP_BASE_PATH, "").strip()
-        if bootstrap_path:
-            # Hudi's change query reports the bootstrap's records as inserts of its commit, which ours does not
-            # infer yet (the 1.0.2 differential run, seed 70303): refused rather than answered without them
-            raise UnsupportedTableFeatureError(
-                "change queries of bootstrapped tables", BOOTSTRAP_BASE_PATH, bootstrap_path,
                 where=f"the table at {self._base_path}", detail="snapshot, time travel and incremental reads work")
 
     def _range(self, begin: InstantLike, end: InstantLike | None,

@@ -34,6 +34,7 @@ from pyspark.errors.exceptions.base import PySparkException
 from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from hudi_connect import library_errors
 from hudi_connect.cdc import ChangeQuery
@@ -243,12 +244,17 @@ def bootstrap(spark: SparkSession, shape: Shape, path: str, step: Write) -> None
             .parquet(source)
     finally:
         spark.conf.set("spark.sql.parquet.outputTimestampType", before or "INT96")
-    spark.createDataFrame([], schema(shape)).write.format("hudi").options(**writer_options(shape)) \
+    full = step.operation == "full_bootstrap"
+    # a full-record bootstrap copies the source's values by position into the schema of the frame written: one of
+    # no columns makes it the source's own (partition columns last), as Hudi's tests write; a typed frame in
+    # another order failed every record, which Hudi then dropped (hoodie.write.ignore.failed, true by default)
+    frame = spark.createDataFrame([], StructType([])) if full else spark.createDataFrame([], schema(shape))
+    frame.write.format("hudi").options(**writer_options(shape)) \
         .option("hoodie.datasource.write.operation", "bootstrap").option("hoodie.bootstrap.base.path", source) \
         .option("hoodie.datasource.write.hive_style_partitioning", "true") \
-        .option("hoodie.metadata.index.column.stats.enable", "false") \
-        .options(**({"hoodie.bootstrap.mode.selector": FULL_RECORD_SELECTOR} if step.operation == "full_bootstrap"
-                    else {})).mode("overwrite").save(path)
+        .option("hoodie.metadata.index.column.stats.enable", "false").option("hoodie.write.ignore.failed", "false") \
+        .options(**({"hoodie.bootstrap.mode.selector": FULL_RECORD_SELECTOR} if full else {})) \
+        .mode("overwrite").save(path)
 
 
 FULL_RECORD_SELECTOR = "org.apache.hudi.client.bootstrap.selector.FullRecordBootstrapModeSelector"

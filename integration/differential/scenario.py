@@ -231,8 +231,11 @@ def scenarios(draw: st.DrawFn, max_steps: int = 6) -> Scenario:
                   else "insert", records(first_keys))
     steps: list[Step] = [first]
     for _ in range(draw(st.integers(1, max_steps - 1))):
-        kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean", "cluster",
-                 "concurrent", *(["compact", "schedule_compaction"] if shape.is_mor else []),
+        # no clustering on a bucket-indexed table: its new file groups are not bucket numbers, and Hudi's next
+        # write fails on them (NumberFormatException in BucketIdentifier; the runs of seeds 73000 and 73100)
+        kinds = ["upsert", "upsert", "delete", "soft_delete", "insert", "insert_overwrite", "clean",
+                 *(["cluster"] if shape.index != "BUCKET" else []), "concurrent",
+                 *(["compact", "schedule_compaction"] if shape.is_mor else []),
                  *(["delete_partition"] if shape.partition_columns else [])]
         kind = draw(st.sampled_from(kinds))
         if kind in ("clean", "cluster", "compact", "schedule_compaction"):
