@@ -343,6 +343,12 @@ def session_zone(sessions: list[SparkSession], zone: str | None) -> Iterator[Non
             session.conf.unset("spark.sql.session.timeZone")
 
 
+def _is_moment(instant: Instant, completed: bool) -> bool:
+    """Whether the instant's time (its completion time where ``completed``) is a moment on a clock."""
+    time = (instant.completion_time or instant.requested_time) if completed else instant.requested_time
+    return time >= "1970"
+
+
 def _moment(spark: SparkSession, instant: Instant, completed: bool = False) -> tuple[dt.datetime, str]:
     """An instant as a user names it by time: the moment (aware, on the timeline's clock: the writer server's
     zone) for ours, and the wall-clock text of that clock Hudi's ``as.of.instant`` takes; ``completed``: its
@@ -426,6 +432,9 @@ def read_pair(plain: SparkSession, base_path: str, ranges_by_completion: bool, h
     if -request.commit > len(commits):
         return None
     end = commits[request.commit]
+    named = [end, *(commits[request.begin - 1:request.begin] if request.kind != "as_of" and request.begin else [])]
+    if request.by_moment and not all(_is_moment(c, ranges_by_completion and request.kind != "as_of") for c in named):
+        return None  # a bootstrap's instant (00000000000001) is no moment a user names by time
     if request.kind == "as_of":
         if request.by_moment:
             moment, text = _moment(plain, end)
