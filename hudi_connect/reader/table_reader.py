@@ -31,7 +31,7 @@ from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantErro
 from hudi_connect.core.executor.contracts import LISTING, SLICES, SliceRow
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.core.executor.storage import join
-from hudi_connect.core.format.bootstrap import Bootstrap, is_skeleton
+from hudi_connect.core.format.bootstrap import Bootstrap
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.fs_view import BlockValidity, FileSlice, StoredFile, recorded_rows, valid_block_instants
@@ -280,10 +280,12 @@ class TableReader:
             return self._kept_rows(read, plan)
         parts: list[DataFrame] = []
         # Spark's own Parquet scan reads base-only slices; the executors read the rest (logs to merge, Lance,
-        # bootstrap skeletons to join with their sources, and every slice once a column changed type: Spark's
-        # scan would not promote old values as Hudi does)
+        # every slice of a bootstrapped table: skeletons to join with their sources, and partition columns read
+        # from the path as Hudi does there; every slice once a column changed type: Spark's scan would not
+        # promote old values as Hudi does)
+        bootstrapped = Bootstrap.of(self._base_path, self.view.properties) is not None
         by_spark = [bool(s.base_file and not s.log_files and s.base_file.name.endswith(".parquet")
-                         and not is_skeleton(s.base_file.name) and not plan.type_changes and not plan.column_renames)
+                         and not bootstrapped and not plan.type_changes and not plan.column_renames)
                     for s in plan.slices]
         plain = [s for s, spark in zip(plan.slices, by_spark, strict=True) if spark]
         merged = [s for s, spark in zip(plan.slices, by_spark, strict=True) if not spark]

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
-from hudi_connect.client.remote_files import MAX_BATCHED_FILES
+from hudi_connect.client.remote_files import MAX_BATCHED_FILES, read_file
 from hudi_connect.client.result_rows import result_tables
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
@@ -57,10 +57,12 @@ from hudi_connect.core.executor.metadata_reader import (
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
 from hudi_connect.core.executor.slicing import ListingSlicing, file_groups_of_listing, slices_of_listing
 from hudi_connect.core.executor.storage import join
+from hudi_connect.core.format.bootstrap import Bootstrap, is_skeleton, skeleton_source
 from hudi_connect.core.format.commit_metadata import CommitMetadata, latest_schema_json
 from hudi_connect.core.format.expressions import And, Expression
 from hudi_connect.core.format.fs_view import FileSlice, SliceChoice, StoredFile, replaced_file_groups
 from hudi_connect.core.format.internal_schema import uses_schema_on_read
+from hudi_connect.core.format.metadata.hfile import read_hfile
 from hudi_connect.core.format.schema_evolution import schema_history_changes
 from hudi_connect.core.format.spec_models import (
     PartitionIncrementalSnapshot,
@@ -201,6 +203,7 @@ class FileIndex:
         self.merge_mode  # noqa: B018 (refuses a table the readers do not implement now, not at its first read)
         self.use_metadata = use_metadata
         self.counts = ListingCounts()
+        self._bootstrap_index: dict[bytes, bytes] | None = None  # a bootstrapped table's file-id index, once read
 
     # properties, not attributes: a table's hoodie.properties is read again when its timeline changes
     @property
@@ -422,7 +425,7 @@ class FileIndex:
         state = state or self.state()
         keep = self.partition_filter(state.definition.schema, None)
         for partition, slices in self._slices_by_partition(state, pruning, as_of):
-            yield PartitionSnapshot(keep.descriptor(partition), as_of, tuple(slices))
+            yield PartitionSnapshot(keep.descriptor(partition), as_of, self._with_bootstrap_sources(slices))
 
     @over_connect("listing file slices")
     def list_files_between(self, begin: InstantLike, end: InstantLike | None = None,
@@ -442,9 +445,31 @@ class FileIndex:
         keep = self.partition_filter(state.definition.schema, None)
         times = tuple(c.requested_time for c in commits)
         for partition, slices in self._slices_by_partition(state, pruning, as_of):
-            chosen = tuple(s for s in slices if (s.partition, s.file_id) in touched)
+            chosen = self._with_bootstrap_sources([s for s in slices if (s.partition, s.file_id) in touched])
             if chosen:
                 yield PartitionIncrementalSnapshot(keep.descriptor(partition), times[0], as_of, chosen, times)
+
+
+    def _with_bootstrap_sources(self, slices: Sequence[FileSlice]) -> tuple[FileSlice, ...]:
+        """The slices, each skeleton base file naming the source file it joins (Hudi's bootstrap base file)."""
+        bootstrap = Bootstrap.of(self._base_path, self.view.properties)
+        skeletons = [s for s in slices if s.base_file is not None and is_skeleton(s.base_file.name)]
+        if bootstrap is None or not skeletons:
+            return tuple(slices)
+        if self._bootstrap_index is None:
+            content = read_file(self._spark, bootstrap.index_uri)
+            self._bootstrap_index = dict(read_hfile(content, source=bootstrap.index_uri)) if content else {}
+        index = self._bootstrap_index
+
+        def named(piece: FileSlice) -> FileSlice:
+            base = piece.base_file
+            if base is None or not is_skeleton(base.name):
+                return piece
+            source = skeleton_source(index, bootstrap, piece.partition, piece.file_id,
+                                     where=join(self._base_path, piece.partition, base.name))
+            return dataclasses.replace(piece, base_file=dataclasses.replace(base, bootstrap_source=source))
+
+        return tuple(named(piece) for piece in slices)
 
 
 def balanced_splits(slices: Iterable[FileSlice], count: int) -> list[list[FileSlice]]:

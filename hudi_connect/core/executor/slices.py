@@ -22,7 +22,13 @@ from hudi_connect.core.executor.base_files import read_base_file
 from hudi_connect.core.executor.contracts import LISTING, SLICES, ListedFile
 from hudi_connect.core.executor.refusals import planned_file, worker_body
 from hudi_connect.core.executor.storage import data_files, join, read_bytes
-from hudi_connect.core.format.bootstrap import Bootstrap, index_key, is_skeleton, joined_records, source_uri
+from hudi_connect.core.format.bootstrap import (
+    Bootstrap,
+    is_skeleton,
+    joined_records,
+    skeleton_source,
+    with_partition_values_of_path,
+)
 from hudi_connect.core.format.fs_view import BlockValidity, base_file_instant
 from hudi_connect.core.format.internal_schema import ColumnRenames, with_reader_names
 from hudi_connect.core.format.log.blocks import data_block_records, delete_records, rollback_target
@@ -259,15 +265,12 @@ def _base_records(config: SliceReadConfig, partition: str, base_file: str) -> pa
     uri = join(config.base_uri, partition, base_file)
     with planned_file(uri, planned_at=config.planned_at):
         records = read_base_file(uri)
-    if config.bootstrap is None or not is_skeleton(base_file):
+    if config.bootstrap is None:
         return records
-    file_id = base_file.split("_", 1)[0]
+    if not is_skeleton(base_file):
+        return with_partition_values_of_path(records, partition, config.bootstrap, config.output_schema, where=uri)
     sources = _bootstrap_sources(config.bootstrap.index_uri, config.planned_at)
-    entry = sources.get(index_key(partition, file_id))
-    if entry is None:
-        raise UnsupportedTableFeatureError(
-            "a skeleton file the bootstrap index does not name", "file id", file_id, where=uri)
-    source = source_uri(entry, config.bootstrap.index_uri)
+    source = skeleton_source(sources, config.bootstrap, partition, base_file.split("_", 1)[0], where=uri)
     with planned_file(source, planned_at=config.planned_at):
         data = read_base_file(source)
     return joined_records(records, data, partition, config.bootstrap, config.output_schema, where=uri)

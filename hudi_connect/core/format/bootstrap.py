@@ -13,6 +13,7 @@ the joined records until then.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,17 @@ def source_uri(value: bytes, where: str) -> str:
     return uri
 
 
+def skeleton_source(index: Mapping[bytes, bytes], bootstrap: Bootstrap, partition: str, file_id: str,
+                    where: str) -> str:
+    """The source file a skeleton file group joins, by the file-id index's entries (``index``); refused by name
+    where the index names none."""
+    entry = index.get(index_key(partition, file_id))
+    if entry is None:
+        raise UnsupportedTableFeatureError(
+            "a skeleton file the bootstrap index does not name", "file id", file_id, where=where)
+    return source_uri(entry, bootstrap.index_uri)
+
+
 def joined_records(skeleton: pa.Table, source: pa.Table, partition: str, bootstrap: Bootstrap,
                    schema: pa.Schema, where: str) -> pa.Table:
     """A skeleton file's meta columns and its source file's columns, row by row (the skeleton holds one row per
@@ -86,13 +98,32 @@ def joined_records(skeleton: pa.Table, source: pa.Table, partition: str, bootstr
     columns = {c: skeleton[c] for c in skeleton.column_names if c in META_COLUMNS}
     columns |= {c: source[c] for c in source.column_names if c not in columns}
     missing = [f for f in bootstrap.partition_fields if f not in columns and f in schema.names]
-    if missing:
-        values = PartitionDescriptor.parse(partition, bootstrap.partition_fields, schema,
-                                           hive_style=bootstrap.hive_style, url_encoded=bootstrap.url_encoded).values
-        for name in missing:
-            if name not in values:
-                raise UnsupportedTableFeatureError(
-                    "a bootstrapped partition column not held in its source files nor readable from its path",
-                    "partition path", partition, where=where)
-            columns[name] = pa.array([values[name]] * source.num_rows, schema.field(name).type)
-    return pa.table(columns)
+    return _with_path_values(pa.table(columns), missing, partition, bootstrap, schema, where)
+
+
+def with_partition_values_of_path(records: pa.Table, partition: str, bootstrap: Bootstrap, schema: pa.Schema,
+                                  where: str) -> pa.Table:
+    """An ordinary base file's records of a bootstrapped table with its partition columns read from the
+    partition path, as Hudi's read of such a table takes them: Hudi 1.2, rewriting a skeleton's records into a
+    new base file (a MOR insert into the skeleton's file group), wrote the record key's value into the
+    partition column and a null key (the shrunk seed 73006); the path holds the partition's value."""
+    present = [f for f in bootstrap.partition_fields if f in records.column_names and f in schema.names]
+    return _with_path_values(records, present, partition, bootstrap, schema, where)
+
+
+def _with_path_values(records: pa.Table, names: list[str], partition: str, bootstrap: Bootstrap, schema: pa.Schema,
+                      where: str) -> pa.Table:
+    """``records`` with the partition columns ``names`` set to the values the partition path holds."""
+    if not names:
+        return records
+    values = PartitionDescriptor.parse(partition, bootstrap.partition_fields, schema,
+                                       hive_style=bootstrap.hive_style, url_encoded=bootstrap.url_encoded).values
+    for name in names:
+        if name not in values:
+            raise UnsupportedTableFeatureError(
+                "a bootstrapped partition column not held in its source files nor readable from its path",
+                "partition path", partition, where=where)
+        column = pa.array([values[name]] * records.num_rows, schema.field(name).type)
+        records = records.set_column(records.column_names.index(name), name, column) \
+            if name in records.column_names else records.append_column(name, column)
+    return records

@@ -56,6 +56,8 @@ class BaseFile:
     instant_time: str
     name: str
     size: int = 0
+    # a metadata-only bootstrap's skeleton (meta columns only): the source file its rows join, by position
+    bootstrap_source: str | None = None
 
 
 @dataclass(frozen=True, order=True)
