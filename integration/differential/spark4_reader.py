@@ -77,13 +77,29 @@ def answer(spark: SparkSession, question: Question) -> Answer:
                 return Answer(f"refused by Spark in both: {str(error).splitlines()[0][:80]}")
             return Answer("different", f"{question.where}: {request}\n  ours failed on Spark 4 only: "
                                        f"{str(error).splitlines()[0][:300]}")
+        # ANSI's runtime errors (a cast that fails) come from the rows a filter evaluates: Hudi's copy is whole,
+        # while ours, as Spark's own partition pruning, evaluates the kept partitions' rows alone (the 18-minute
+        # run's seed 73401). Ours must then equal the copy filtered without ANSI, which differs from ANSI's
+        # answer only where ANSI raises instead
+        lenient = _without_ansi(spark, question) if isinstance(theirs, str) else theirs
     if isinstance(theirs, str):
+        if mine == lenient:
+            return Answer(f"equal without ANSI, whose error met rows ours pruned: {theirs[:60]}")
         return Answer("different", f"{question.where}: {request}\n  Spark 4 refused Hudi's rows so filtered "
                                    f"({theirs}) where ours answered")
     if mine == theirs:
         return Answer("equal")
     return Answer("different", _difference(f"{question.where}, on Spark 4 (Hudi 1.2's rows filtered there)",
                                            request, mine, theirs))
+
+
+def _without_ansi(spark: SparkSession, question: Question) -> Any:
+    """Hudi's copied rows filtered by Spark 4 with ANSI off (``_their_rows`` collects while the setting holds)."""
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        return _their_rows(lambda: spark.read.parquet(question.copy), question.request, question.url_encoded)
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
 
 
 class Spark4Reader:
