@@ -116,10 +116,10 @@ run_pytest() {  # python, then pytest arguments; a run that collects nothing is 
 
 lint_start=$(date +%s)
 lint() {
-  "$VENV/bin/ruff" check hudi_connect hudi_connect_stack tests integration benchmarks &&
-  "$VENV/bin/mypy" hudi_connect hudi_connect_stack/src/hudi_connect_stack &&
+  "$VENV/bin/ruff" check hudi_connect pyspark_hudi hudi_connect_stack tests integration benchmarks &&
+  "$VENV/bin/mypy" hudi_connect pyspark_hudi hudi_connect_stack/src/hudi_connect_stack &&
   "$VENV/bin/lint-imports" &&  # the layers of ARCHITECTURE.md
-  "$VENV/bin/interrogate" hudi_connect &&  # docstring coverage of the library, 100% ([tool.interrogate])
+  "$VENV/bin/interrogate" hudi_connect pyspark_hudi &&  # docstring coverage of the library, 100% ([tool.interrogate])
   NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict -q -d build/site  # the documentation site with the API reference (mkdocstrings):
                                                       # any warning or broken link fails it
 }

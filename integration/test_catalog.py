@@ -138,6 +138,7 @@ def test_a_table_hudi_synced_to_the_metastore_is_read_jar_free_by_name(
             HudiTable.open(plain_metastore_spark, f"{database}.{synced}_ro")
 
 
+@pytest.mark.full  # CI's time: the catalog's slice keeps reads by name, SQL writes, UPDATE and MERGE
 def test_the_catalog_follows_the_tables_writes_new_columns_and_partition_drops(
     metastore_spark: SparkSession, plain_metastore_spark: SparkSession, database: str,
     postgres_endpoint: PostgresEndpoint,

@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 
 from hudi_connect import forget_table
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.client import remote_files
 from hudi_connect.core.errors import ServerMisconfiguredError
+from hudi_connect.core.executor import file_access
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
 from hudi_connect.spec import col
@@ -228,7 +228,7 @@ def test_changes_of_a_table_too_large_to_list_whole_read_only_the_touched_files(
     ranges = [("earliest", None), (commits[0], commits[len(commits) // 2]), (commits[len(commits) // 2], None)]
     expected = [net_effect(ChangeQuery(plain_spark, base).changes(b, e, format="typed")) for b, e in ranges]
     assert expected[0]
-    monkeypatch.setattr(remote_files, "MAX_BATCHED_FILES", 0)
+    monkeypatch.setattr(file_access, "MAX_BATCHED_FILES", 0)
     forget_table(plain_spark, base)  # else the session plans on the listing it kept
     query = ChangeQuery(plain_spark, base)
     assert [net_effect(query.changes(b, e, format="typed")) for b, e in ranges] == expected

@@ -279,3 +279,31 @@ def test_collations_default_or_explicit_prune_nothing_spark_keeps(spark4: SparkS
     finally:
         spark4.conf.unset(DEFAULT_COLLATION_CONF)
     print(f"Spark {spark4.version} accepted {accepted or 'none of the default collation statements'}")
+
+
+@pytest.mark.parametrize("spec", REFERENCE_TABLES, ids=lambda s: s.name)
+def test_format_hudi_on_the_plain_server_reads_as_hudi_and_our_reader(spark4: SparkSession, reference: Path,
+                                                                      spec: ReferenceTable) -> None:
+    """The ``hudi`` Python data source the plain server registered at start (no jar, no registration by the
+    client): Hudi's own read options, answered as Hudi answered them (snapshot, time travel, SQL's USING hudi)
+    and as our DataFrame reads answer (read-optimized, incremental); an option it does not implement refused by
+    name, never ignored."""
+    answers = load_answers(reference, spec)
+    path = str(reference / spec.name)
+    assert _ours(spark4.read.format("hudi").load(path)) == _rows(answers.snapshot)
+    for commit, rows in answers.as_of.items():
+        assert _ours(spark4.read.format("hudi").option("as.of.instant", commit).load(path)) == _rows(rows), commit
+    view = f"hudi_{spec.name}"
+    spark4.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} USING hudi OPTIONS (path '{path}')")
+    assert _ours(spark4.table(view)) == _rows(answers.snapshot)
+    reader = TableReader(spark4, path)
+    optimized = spark4.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(path)
+    assert _ours(optimized) == _ours(reader.read_optimized())
+    for begin, end in [(answers.completions[1], None), (answers.completions[0], answers.completions[3])]:
+        options = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
+                   **({"hoodie.datasource.read.end.instanttime": end} if end else {})}
+        incremental = spark4.read.format("hudi").options(**options).load(path)
+        assert _ours(incremental) == _ours(reader.incremental(begin, end)), (begin, end)
+        assert sum(_ours(incremental).values()) > 0
+    with pytest.raises(Exception, match=r"hoodie\.datasource\.read\.paths"):
+        spark4.read.format("hudi").option("hoodie.datasource.read.paths", path).load(path).collect()

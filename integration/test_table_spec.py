@@ -25,8 +25,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.connect.client import ChannelBuilder
 
 from hudi_connect import forget_table
-from hudi_connect.client import remote_files, server
+from hudi_connect.client import server
 from hudi_connect.core.errors import MetadataTableError
+from hudi_connect.core.executor import file_access
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
@@ -235,7 +236,7 @@ def test_fixture_storage_listing_in_the_timeline_task_equals_the_streamed_listin
     expected = {instant: slices_of(batched, instant) for instant in [None, *commits]}
     assert batched.state().files is not None and expected[None]
     # above the cap, the listing is a plan of its own, streamed partition by partition
-    monkeypatch.setattr(remote_files, "MAX_BATCHED_FILES", 0)
+    monkeypatch.setattr(file_access, "MAX_BATCHED_FILES", 0)
     forget_table(plain_spark, base)  # else the session plans on the listing it kept
     streamed = FileIndex(plain_spark, base, use_metadata=False)
     assert streamed.state().files is None

@@ -12,15 +12,46 @@ asks an object store several times about each file before reading it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
+from typing import Any
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.client.artifacts import ship_package
-from hudi_connect.client.task_rows import map_task_rows, task_rows
+from hudi_connect.client.result_rows import result_tables
+from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
+from hudi_connect.core.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
+from hudi_connect.core.executor.contracts import LISTING, LISTING_PARTS, MATCHES
+from hudi_connect.core.executor.file_access import (
+    LISTED_SCHEMA,
+    MAX_BATCHED_FILES,
+    FileAccess,
+    ListingRequest,
+    LocalFileAccess,
+    RemoteFile,
+    data_files_op,
+    listed_files,
+    stored_files,
+)
+from hudi_connect.core.executor.listing import (
+    FAN_OUT_TASKS,
+    StatsConfig,
+    list_storage,
+    list_subtrees,
+    list_top_level,
+    match_by_footer,
+)
+from hudi_connect.core.executor.metadata_reader import (
+    STATS_SHARDS_SCHEMA,
+    STATS_TASKS,
+    list_through_metadata,
+    match_by_metadata_stats,
+    stats_shards,
+)
 from hudi_connect.core.executor.object_store import (
     OPS_SCHEMA,
     RESULTS_SCHEMA,
@@ -29,19 +60,9 @@ from hudi_connect.core.executor.object_store import (
     execute_ops,
     ops_request,
 )
+from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
 from hudi_connect.core.executor.storage import location_of
-from hudi_connect.core.format.fs_view import StoredFile
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    """A file listed through the server: its path, name, size in bytes and modification time (ms, to the
-    second)."""
-
-    path: str  # as Spark reports it, e.g. file:/tmp/t/.hoodie/timeline/x.commit
-    name: str
-    size: int
-    modification_time_ms: int
+from hudi_connect.core.format.archived_timeline import INSTANT_TIME
 
 
 def _is_missing_path(error: AnalysisException) -> bool:
@@ -82,30 +103,7 @@ def list_directory(spark: SparkSession, directory: str) -> list[RemoteFile]:
     return listed_files(directory, run_storage_ops(spark, [StorageOp.list(directory.rstrip("/"))])[0])
 
 
-def listed_files(directory: str, listed: StorageResult) -> list[RemoteFile]:
-    """The files of a ``list`` op's result (for callers batching it with other ops in one task)."""
-    directory = directory.rstrip("/")
-    # whole seconds, as binaryFile reports them: completion times derived from them (tables before version 8)
-    # stay the same whichever way a file was listed
-    return [RemoteFile(f"{directory}/{name}", name, size, mtime // 1000 * 1000) for name, size, mtime in listed.files]
-
-
-# A listing batched with other ops comes back whole, in one row, and the client holds it. Above this many files
-# it is not sent: the caller's listing plan streams it instead (one partition at a time in the client).
-MAX_BATCHED_FILES = 20_000
-
-
-def data_files_op(base_path: str) -> StorageOp:
-    """The op listing a table's data files from storage, for a caller batching it with other ops in one task."""
-    return StorageOp.data_files(base_path, MAX_BATCHED_FILES)
-
-
-def stored_files(listed: StorageResult) -> tuple[StoredFile, ...] | None:
-    """The files of a :func:`data_files_op`'s result, sorted by partition and name (None: too many)."""
-    if not listed.ok:
-        return None
-    return tuple(StoredFile(partition, name, size) for partition, _, name, size
-                 in sorted((*path.rpartition("/"), size) for path, size, _ in listed.files))
+__all__ = ["MAX_BATCHED_FILES", "RemoteFile", "SparkFileAccess", "data_files_op", "listed_files", "stored_files"]
 
 
 def read_files(spark: SparkSession, paths: Iterable[str]) -> dict[str, bytes]:
@@ -170,3 +168,110 @@ def run_storage_ops(spark: SparkSession, ops: Sequence[StorageOp], *,
             contents[row.op].append((row.name, bytes(row.content)))
     return [StorageResult(r["ok"], r["text"], tuple(r["names"]), tuple(tuple(f) for f in r["files"]),
                           tuple(read), r["counted"]) for r, read in zip(decoded, contents, strict=True)]
+
+
+PlanningAccess = SparkSession | LocalFileAccess
+"""What a read plans through: a Spark session (the client's), or the planner's own process (the data source's)."""
+
+
+def access_of(spark: PlanningAccess) -> FileAccess:
+    """How planning through ``spark`` reaches a table's files."""
+    return spark if isinstance(spark, LocalFileAccess) else SparkFileAccess(spark)
+
+
+class SparkFileAccess:
+    """A table's files reached through a Spark session: the storage ops and listings in executor tasks, files
+    through Spark's ``binaryFile`` source (:class:`~hudi_connect.core.executor.file_access.FileAccess`)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def run_storage_ops(self, ops: Sequence[StorageOp]) -> list[StorageResult]:
+        """Run the ops through the session."""
+        return run_storage_ops(self.spark, ops)
+
+    def read_files(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The files' contents, read through the session."""
+        return read_files(self.spark, paths)
+
+    def read_file_where(self, path: str) -> tuple[str, bytes] | None:
+        """One file's qualified URI and content, read through the session; None if it does not exist."""
+        return read_file_where(self.spark, path)
+
+    def path_exists(self, path: str) -> bool:
+        """Whether anything exists at the path, asked through the session."""
+        return path_exists(self.spark, path)
+
+    def driver_listing(self, directory: str, *, recursive: bool = False) -> list[str] | None:
+        """The server driver's listing (an analysis call, no Spark job)."""
+        return driver_listing(self.spark, directory, recursive=recursive)
+
+    def list_files(self, pattern: str) -> list[RemoteFile]:
+        """The files matching the glob, listed through the session."""
+        return list_files(self.spark, pattern)
+
+    def archived_rows(self, files: Sequence[str], *, lsm: bool, columns: Sequence[str],
+                      instants: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+        """The archive's rows, read through the session."""
+        if lsm:
+            rows = self.spark.read.option("ignoreMissingFiles", "false").parquet(*files)
+        else:
+            ship_package(self.spark)
+            rows = task_rows(self.spark, [(f,) for f in files], ARCHIVE_FILES).mapInArrow(
+                decode_v6_archives, spark_schema(ARCHIVED_INSTANTS))
+        if instants is not None:
+            rows = rows.where(F.col(INSTANT_TIME).isin(list(instants)))
+        return [tuple(row) for row in rows.select(*columns).collect()]
+
+    def listing_tables(self, request: ListingRequest) -> Iterator[pa.Table]:
+        """The listing, made through the session."""
+        return result_tables(self.listing_plan(request))
+
+    def listing_plan(self, request: ListingRequest) -> DataFrame:
+        """The request's listing as a Spark plan, sorted by partition and name: listed in one task (through the
+        metadata table, or storage), or over :data:`FAN_OUT_TASKS` by top-level directory; the statistics'
+        matches joined by file name."""
+        keep = request.keep
+        if request.metadata is not None:
+            files = map_task_rows(self._one_task(request.base_path), BASE_URI_SCHEMA,
+                                  partial(list_through_metadata, request.metadata, keep), LISTED_SCHEMA)
+        elif not request.fan_out:
+            files = map_task_rows(self._one_task(request.base_path), BASE_URI_SCHEMA, partial(list_storage, keep),
+                                  LISTING.schema).withColumn("source", F.lit("storage"))
+        else:
+            top = map_task_rows(self._one_task(request.base_path), BASE_URI_SCHEMA, partial(list_top_level, keep),
+                                LISTING_PARTS.schema)
+            # round-robin, so that the directories spread evenly; then one sorted partition again for the client,
+            # which builds one partition's file slices at a time (coalesce would pull the listing into one task)
+            listed = top.repartition(FAN_OUT_TASKS).mapInArrow(partial(list_subtrees, keep, request.base_path),
+                                                               spark_schema(LISTING.schema))
+            files = (listed.repartition(1).sortWithinPartitions("partition", "name")
+                     .withColumn("source", F.lit("storage")))
+        lookup = request.stats
+        # one listing task emits rows sorted by partition already
+        if lookup is None:
+            return files.withColumn("may_match", F.lit(True))
+        if lookup.metadata is not None:
+            ship_package(self.spark)
+            shards = stats_shards(1 if lookup.narrows else STATS_TASKS)
+            matches = map_task_rows(task_rows(self.spark, shards, STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
+                                    partial(match_by_metadata_stats, lookup.metadata, lookup.keep, lookup.predicate,
+                                            lookup.columns), MATCHES.schema)
+            # a file's statistics of two columns may sit in two file groups (Hudi places each record by its
+            # whole key), each judged alone: the file may match only if every one allows it
+            matches = matches.groupBy("name").agg(F.min("may_match").alias("may_match"))
+            if lookup.narrows:  # a few partitions' matches: sent to the listing's task, not shuffled with it
+                matches = F.broadcast(matches)
+        else:
+            config = StatsConfig(request.base_path, lookup.predicate, lookup.columns)
+            matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
+                       .mapInArrow(partial(match_by_footer, config), spark_schema(MATCHES.schema)))
+        # file names are unique in a table (file id, write token, instant)
+        joined = (files.join(matches.drop("partition"), ["name"], "left")
+                  .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))
+        # sorted again after the join, in one partition: no range-partitioning job as orderBy would run
+        return joined.coalesce(1).sortWithinPartitions("partition", "name")
+
+    def _one_task(self, base_path: str) -> DataFrame:
+        ship_package(self.spark)
+        return task_rows(self.spark, [(base_path,)], BASE_URI_SCHEMA)

@@ -20,15 +20,10 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-
-from hudi_connect.client import remote_files
-from hudi_connect.client.artifacts import ship_package
-from hudi_connect.client.remote_files import run_storage_ops
+from hudi_connect.client.remote_files import PlanningAccess, access_of
 from hudi_connect.client.server_loss import over_connect
-from hudi_connect.client.task_rows import spark_schema, task_rows
 from hudi_connect.core.errors import (
     ConcurrentTableChangeError,
     InvalidInstantError,
@@ -36,7 +31,15 @@ from hudi_connect.core.errors import (
     TableNotFoundError,
     UnsupportedStorageError,
 )
-from hudi_connect.core.executor.archive_log import ARCHIVE_FILES, ARCHIVED_INSTANTS, decode_v6_archives
+from hudi_connect.core.executor.file_access import (
+    FileAccess,
+    RemoteFile,
+    data_files_op,
+    list_directory,
+    listed_files,
+    read_file,
+    stored_files,
+)
 from hudi_connect.core.executor.object_store import StorageOp, StorageResult
 from hudi_connect.core.executor.storage import location_of, supported_schemes
 from hudi_connect.core.format import archived_timeline as archive
@@ -64,13 +67,14 @@ from hudi_connect.core.format.timeline import (
 )
 
 
-def load_properties(spark: SparkSession, path: str) -> TableProperties:
+def load_properties(spark: PlanningAccess, path: str) -> TableProperties:
     """``hoodie.properties`` of the table at ``path``, with errors that say what is there instead."""
     location = location_of(path)  # a storage the workers have no client for is refused before any job runs
     base = path.rstrip("/")
-    found = _whole_properties_file(spark, base)
+    access = access_of(spark)
+    found = _whole_properties_file(access, base)
     if found is None:
-        if not remote_files.path_exists(spark, base):
+        if not access.path_exists(base):
             raise TableNotFoundError(f"no table at {path}: the path does not exist")
         raise NotAHudiTableError(f"{path} is not a Hudi table: it has no .hoodie/hoodie.properties")
     qualified, content = found
@@ -90,7 +94,7 @@ PROPERTIES_READS = 5  # Hudi's own reader tries as often (HoodieTableConfig.MAX_
 PROPERTIES_RETRY_SECONDS = 0.2
 
 
-def _whole_properties_file(spark: SparkSession, base: str) -> tuple[str, bytes] | None:
+def _whole_properties_file(access: FileAccess, base: str) -> tuple[str, bytes] | None:
     """``hoodie.properties`` (its qualified URI and content), or its backup while a writer rewrites it, as Hudi's
     reader takes them: a read that is not whole (:func:`properties_are_whole`) tries the backup, then both again
     a moment later. None when neither exists; a file never whole is refused by name."""
@@ -99,7 +103,7 @@ def _whole_properties_file(spark: SparkSession, base: str) -> tuple[str, bytes] 
         for file in (PROPERTIES_FILE, PROPERTIES_BACKUP_FILE):
             # by binaryFile, not an executor task (fewer requests to an object store): a session's first call
             # must be one pyspark retries, and shipping our code to the executors (addArtifacts) is not
-            found = remote_files.read_file_where(spark, _properties_path(base, file))
+            found = access.read_file_where(_properties_path(base, file))
             if found is None:
                 continue
             met_one = True
@@ -140,7 +144,7 @@ class _TableState:
     timeline: Timeline | None = None  # the timeline those names make
     files_listed: bool = False  # whether the table's data files were listed with them
     files: tuple[StoredFile, ...] | None = None  # those files (None: too many to send)
-    # every data file a listing through the metadata table gave at a timeline (up to remote_files.MAX_BATCHED_FILES),
+    # every data file a listing through the metadata table gave at a timeline (up to file_access.MAX_BATCHED_FILES),
     # and where it came from ("metadata", or "storage" where the metadata table had not caught up)
     metadata_files: tuple[Timeline, str, tuple[StoredFile, ...]] | None = None
     # the writer schemas of the .cdc blocks a commit wrote, by (instant, .cdc file): what a change query's schema
@@ -156,10 +160,10 @@ class _SessionTables:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_session: weakref.WeakKeyDictionary[SparkSession, OrderedDict[str, _TableState]] = \
+        self._by_session: weakref.WeakKeyDictionary[PlanningAccess, OrderedDict[str, _TableState]] = \
             weakref.WeakKeyDictionary()
 
-    def get(self, spark: SparkSession, base_path: str) -> _TableState | None:
+    def get(self, spark: PlanningAccess, base_path: str) -> _TableState | None:
         with self._lock:
             tables = self._by_session.get(spark)
             state = tables.get(base_path) if tables is not None else None
@@ -167,7 +171,7 @@ class _SessionTables:
                 tables.move_to_end(base_path)
             return state
 
-    def put(self, spark: SparkSession, base_path: str, state: _TableState) -> None:
+    def put(self, spark: PlanningAccess, base_path: str, state: _TableState) -> None:
         with self._lock:
             tables = self._by_session.setdefault(spark, OrderedDict())
             tables[base_path] = state
@@ -175,7 +179,7 @@ class _SessionTables:
             while len(tables) > self.MAX_TABLES:
                 tables.popitem(last=False)
 
-    def drop(self, spark: SparkSession, base_path: str) -> None:
+    def drop(self, spark: PlanningAccess, base_path: str) -> None:
         with self._lock:
             self._by_session.get(spark, {}).pop(base_path, None)  # type: ignore[call-overload]
 
@@ -183,13 +187,13 @@ class _SessionTables:
 _SESSION_TABLES = _SessionTables()
 
 
-def forget_table(spark: SparkSession, base_path: str) -> None:
+def forget_table(spark: PlanningAccess, base_path: str) -> None:
     """Drop what ``spark`` has cached of the table at ``base_path``: for a ``hoodie.properties`` rewritten
     without any instant (hudi-cli's ``table update-configs``), the one change the timeline does not show."""
     _SESSION_TABLES.drop(spark, base_path.rstrip("/"))
 
 
-def _state_for(spark: SparkSession, base_path: str, properties: TableProperties) -> _TableState:
+def _state_for(spark: PlanningAccess, base_path: str, properties: TableProperties) -> _TableState:
     """The session's state of the table if it was read with the same ``hoodie.properties``, else a new one."""
     state = _SESSION_TABLES.get(spark, base_path)
     if state is None or dict(state.properties.raw) != dict(properties.raw):
@@ -201,8 +205,9 @@ def _state_for(spark: SparkSession, base_path: str, properties: TableProperties)
 class TimelineView:
     """The timeline of one table as seen through a Spark session."""
 
-    def __init__(self, spark: SparkSession, base_path: str, properties: TableProperties) -> None:
+    def __init__(self, spark: PlanningAccess, base_path: str, properties: TableProperties) -> None:
         self._spark = spark
+        self._access = access_of(spark)
         self._base_path = base_path.rstrip("/")
         self._state = _state_for(spark, self._base_path, properties)
         self._pinned: Timeline | None = None
@@ -222,7 +227,7 @@ class TimelineView:
         return self._state.archive
 
     @classmethod
-    def open(cls, spark: SparkSession, base_path: str) -> TimelineView:
+    def open(cls, spark: PlanningAccess, base_path: str) -> TimelineView:
         """The view of the table at ``base_path``: from what the session read of it before where its timeline
         has not changed since (no Spark job), else from ``hoodie.properties`` read now."""
         base = base_path.rstrip("/")
@@ -249,7 +254,7 @@ class TimelineView:
         cached = self.cached_timeline(with_metadata=with_metadata)
         if cached is not None:
             return cached
-        return self.timeline_of(*run_storage_ops(self._spark, self.listing_ops(with_metadata=with_metadata)))
+        return self.timeline_of(*self._access.run_storage_ops(self.listing_ops(with_metadata=with_metadata)))
 
     @property
     def is_pinned(self) -> bool:
@@ -279,8 +284,8 @@ class TimelineView:
     @property
     def files_over_limit(self) -> bool:
         """Whether the last storage listing with the timeline found more data files than a batched listing
-        sends (:data:`~hudi_connect.client.remote_files.MAX_BATCHED_FILES`): a table to list by a plan that
-        fans out."""
+        sends (:data:`~hudi_connect.core.executor.file_access.MAX_BATCHED_FILES`): a table to list by a plan
+        that fans out."""
         return self._state.files_listed and self._state.files is None
 
     def cached_metadata_files(self, timeline: Timeline) -> tuple[str, tuple[StoredFile, ...]] | None:
@@ -291,7 +296,8 @@ class TimelineView:
 
     def keep_metadata_files(self, timeline: Timeline, source: str, files: tuple[StoredFile, ...]) -> None:
         """Keep a caller's whole, unpruned listing through the metadata table at ``timeline`` (at most
-        :data:`~hudi_connect.client.remote_files.MAX_BATCHED_FILES` files, all from ``source``) for later reads."""
+        :data:`~hudi_connect.core.executor.file_access.MAX_BATCHED_FILES` files, all from ``source``) for later
+        reads."""
         self._state.metadata_files = (timeline, source, files)
 
     def known_cdc_schemas(self, keys: Iterable[tuple[str, str]]) -> frozenset[str] | None:
@@ -321,7 +327,7 @@ class TimelineView:
         call, no Spark job); None if it cannot be listed (the caller lists it in a task, which says why)."""
         directory = self.timeline_directory
         # recursive: the LSM timeline's directory below is no partition of this one
-        paths = remote_files.driver_listing(self._spark, directory, recursive=True)
+        paths = self._access.driver_listing(directory, recursive=True)
         if paths is None:
             return None
         leaf = directory.rsplit("/", 1)[-1]
@@ -339,7 +345,7 @@ class TimelineView:
     def timeline_of(self, listed: StorageResult, properties: StorageResult,
                     data_files: StorageResult | None = None) -> Timeline:
         """The timeline of :meth:`listing_ops`' results (its commit metadata cached), kept for later calls with
-        the table's files if a :func:`~hudi_connect.client.remote_files.data_files_op` listed them in the same
+        the table's files if a :func:`~hudi_connect.core.executor.file_access.data_files_op` listed them in the same
         task (then :attr:`cached_files`). A changed ``hoodie.properties`` starts the table's state anew (a
         table upgraded or recreated here)."""
         if not properties.ok or not properties_are_whole(properties.text):
@@ -356,12 +362,12 @@ class TimelineView:
         for name, content in listed.contents:
             path = f"{self.timeline_directory}/{name}"
             self._metadata_cache[path] = decode_commit_metadata(content, name=path)
-        instant_files = _instant_files(remote_files.listed_files(self.timeline_directory, listed))
+        instant_files = _instant_files(listed_files(self.timeline_directory, listed))
         timeline = Timeline.from_files(p for p in instant_files if p.action is not Action.REVERSE_COMMIT)
         state = self._state
         state.names, state.timeline = _timeline_key(p.name for p in instant_files), timeline
         state.files_listed = data_files is not None
-        state.files = remote_files.stored_files(data_files) if data_files is not None else None
+        state.files = stored_files(data_files) if data_files is not None else None
         return timeline
 
     def list_with_files(self, leading: Sequence[StorageOp] = (), *,
@@ -375,12 +381,12 @@ class TimelineView:
         :class:`ConcurrentTableChangeError`."""
         ops = [*leading, *self.listing_ops(with_metadata=True)]
         if not files:
-            *ahead, listing, properties = run_storage_ops(self._spark, ops)
+            *ahead, listing, properties = self._access.run_storage_ops(ops)
             return self.timeline_of(listing, properties), ahead
         removals: list[str] = []
         for _ in range(LISTING_ATTEMPTS):
-            *ahead, listing, properties, data_files, after = run_storage_ops(self._spark, [
-                *ops, remote_files.data_files_op(self._base_path), StorageOp.list(self.timeline_directory)])
+            *ahead, listing, properties, data_files, after = self._access.run_storage_ops([
+                *ops, data_files_op(self._base_path), StorageOp.list(self.timeline_directory)])
             removals = file_removals_between(listing.names, after.names)
             if not removals:
                 return self.timeline_of(listing, properties, data_files), ahead
@@ -407,10 +413,9 @@ class TimelineView:
         directory = f"{self._base_path}/.hoodie/{self.properties.archive_dir}"
         by_completion = self.properties.ranges_by_completion
         self._archive.files = self._lsm_files(directory) if by_completion else tuple(sorted(
-            f.path for f in remote_files.list_directory(self._spark, directory)
+            f.path for f in list_directory(self._access, directory)
             if f.name.startswith(archive.V6_ARCHIVE_PREFIX)))
-        rows = (self._archived_rows().select(archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION).collect()
-                if self._archive.files else [])
+        rows = self._archived_rows([archive.INSTANT_TIME, archive.COMPLETION_TIME, archive.ACTION])
         instants = {archived_instant(r[0], r[1], r[2]) for r in rows}
         # an archival that stopped before removing its instants from the active timeline leaves them in both
         self._archive.timeline = ArchivedTimeline(
@@ -430,32 +435,30 @@ class TimelineView:
     def _lsm_files(self, directory: str) -> tuple[str, ...]:
         """The live Parquet files of the LSM timeline in ``directory`` (none if nothing was archived)."""
         where = f"the table at {self._base_path}"
-        version = run_storage_ops(self._spark, [StorageOp.get(f"{directory}/{archive.VERSION_FILE}")])[0]
+        version = self._access.run_storage_ops([StorageOp.get(f"{directory}/{archive.VERSION_FILE}")])[0]
         if not version.ok:
             return ()
         manifest_path = f"{directory}/{archive.manifest_name(version.text, where=where)}"
-        manifest = run_storage_ops(self._spark, [StorageOp.get(manifest_path)])[0]
+        manifest = self._access.run_storage_ops([StorageOp.get(manifest_path)])[0]
         if not manifest.ok:
             raise InvalidInstantError(f"{where}: the archived timeline's {manifest_path} is missing")
         return tuple(f"{directory}/{name}" for name in archive.manifest_files(manifest.text, where=where))
 
-    def _archived_rows(self) -> DataFrame:
-        """The archive's completed instants, one row each in the LSM's columns (a plan): its Parquet files, or
-        version 6's log files decoded on the executors."""
-        if self.properties.hudi_1_layout:
-            return self._spark.read.option("ignoreMissingFiles", "false").parquet(*self._archive.files)
-        ship_package(self._spark)
-        return task_rows(self._spark, [(f,) for f in self._archive.files], ARCHIVE_FILES).mapInArrow(
-            decode_v6_archives, spark_schema(ARCHIVED_INSTANTS))
+    def _archived_rows(self, columns: Sequence[str],
+                       instants: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+        """``columns`` of the archive's completed instants (``instants`` only, where given): the LSM's Parquet files,
+        or version 6's log files decoded."""
+        if not self._archive.files:
+            return []
+        return self._access.archived_rows(self._archive.files, lsm=self.properties.hudi_1_layout, columns=columns,
+                                          instants=instants)
 
     def archived_commit_metadata(self, instants: Sequence[Instant]) -> dict[Instant, CommitMetadata]:
         """Decoded metadata of archived write instants (after :meth:`archived_timeline`), each read once."""
         wanted = {f"archived:{i.requested_time}": i for i in instants if i.writes_data}
         missing = sorted(i.requested_time for key, i in wanted.items() if key not in self._metadata_cache)
         if missing and self._archive.files:
-            rows = (self._archived_rows().where(F.col(archive.INSTANT_TIME).isin(missing))
-                    .select(archive.INSTANT_TIME, archive.METADATA).collect())
-            for time, data in rows:
+            for time, data in self._archived_rows([archive.INSTANT_TIME, archive.METADATA], missing):
                 key = f"archived:{time}"
                 if data is not None and key in wanted:
                     self._metadata_cache[key] = decode_commit_metadata(bytes(data), name=f"archived instant {time}")
@@ -471,7 +474,7 @@ class TimelineView:
         path = self.instant_file(clean) if clean.is_completed else \
             f"{self.timeline_directory}/{clean.requested_time}.{clean.action.value}.requested"
         if path not in self._state.cleans:
-            content = remote_files.read_files(self._spark, [path])
+            content = self._access.read_files([path])
             self._state.cleans[path] = earliest_commit_to_retain(next(iter(content.values()), b""))
         return cleaned_bound(timeline, self._state.cleans[path])
 
@@ -483,7 +486,7 @@ class TimelineView:
 
     def _instant_files(self, pattern: str = "*") -> list[InstantFile]:
         # listed on an executor: a requested instant's file is empty, and Spark's sources skip empty files
-        return _instant_files(remote_files.list_directory(self._spark, self.timeline_directory), pattern)
+        return _instant_files(list_directory(self._access, self.timeline_directory), pattern)
 
     def instant_file(self, instant: Instant) -> str:
         """The path of a completed instant's file: ``<requested>_<completion>.<action>`` in layout 2, else
@@ -498,7 +501,7 @@ class TimelineView:
         wanted = {self.instant_file(i): i for i in instants if i.is_completed and i.writes_data}
         missing = [path for path in wanted if path not in self._metadata_cache]
         if missing:
-            contents = remote_files.read_files(self._spark, missing)
+            contents = self._access.read_files(missing)
             by_name = {uri.rsplit("/", 1)[-1]: data for uri, data in contents.items()}
             for path in missing:
                 data = by_name.get(path.rsplit("/", 1)[-1])
@@ -522,10 +525,10 @@ class TimelineView:
     def schema_history(self, timeline: Timeline) -> list[SchemaVersion]:
         """Schema-on-read versions, oldest first (none for tables without schema on read)."""
         directory = f"{self._base_path}/.hoodie/{HISTORY_DIR}"
-        names = [f.name for f in remote_files.list_files(self._spark, f"{directory}/*.schemacommit")]
+        names = [f.name for f in self._access.list_files(f"{directory}/*.schemacommit")]
         completed = (i.requested_time for i in timeline if i.is_completed)
         name = latest_history_file(names, completed)
-        content = remote_files.read_file(self._spark, f"{directory}/{name}") if name else None
+        content = read_file(self._access, f"{directory}/{name}") if name else None
         return schema_history(content.decode("utf-8")) if content else []
 
     def find_latest_completed_action_at(self, time: str) -> Instant | None:
@@ -542,7 +545,7 @@ def _timeline_key(names: Iterable[str]) -> frozenset[str]:
     return frozenset(p.name for p in parsed if p is not None and p.action is not Action.REVERSE_COMMIT)
 
 
-def _instant_files(files: list[remote_files.RemoteFile], pattern: str = "*") -> list[InstantFile]:
+def _instant_files(files: list[RemoteFile], pattern: str = "*") -> list[InstantFile]:
     parsed = (parse_instant_file_name(f.name, f.modification_time_ms) for f in files
               if fnmatch.fnmatchcase(f.name, f"[0-9]{pattern}"))
     return [p for p in parsed if p is not None]

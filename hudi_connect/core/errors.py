@@ -150,6 +150,10 @@ class SchemaMismatchError(HudiConnectError):
     """Data whose columns or types do not fit the table (missing key columns, incompatible types)."""
 
 
+class InvalidOptionError(HudiConnectError):
+    """A read option with a value Hudi does not take, or options that contradict each other."""
+
+
 class UnsupportedOperationError(HudiConnectError):
     """An operation the table does not support (compaction of a COW table, CDC read without CDC)."""
 
@@ -263,6 +267,7 @@ __all__ = [
     "HFileDecodeError",
     "HudiConnectError",
     "InvalidInstantError",
+    "InvalidOptionError",
     "LogDecodeError",
     "MetadataTableError",
     "NotAHudiTableError",

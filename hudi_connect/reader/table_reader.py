@@ -24,11 +24,13 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
+from hudi_connect.client.remote_files import PlanningAccess
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
 from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
 from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.core.errors import HistoryUnavailableError, InvalidInstantError, UnsupportedOperationError
 from hudi_connect.core.executor.contracts import LISTING, SLICES, SliceRow
+from hudi_connect.core.executor.file_access import LocalFileAccess
 from hudi_connect.core.executor.slices import BASE_URI_SCHEMA, SliceReadConfig, list_table_files, read_file_slices
 from hudi_connect.core.executor.storage import join
 from hudi_connect.core.format.bootstrap import Bootstrap
@@ -94,6 +96,8 @@ class ReadPlan:
     recorded_rows: int | None = None
     filters: tuple[Column, ...] = field(default=(), compare=False)  # Spark's columns: no equality to compare
     untranslated: tuple[str, ...] = ()
+    # the commit times (requested) a version 6 table's incremental fallback keeps: (begin, end], no end if None
+    commit_range: tuple[str, str | None] | None = None
 
     @property
     def pruning(self) -> tuple[Expression, ...]:
@@ -142,6 +146,15 @@ class ReadPlan:
         return self.slices
 
 
+@dataclass(frozen=True)
+class PlannedRead:
+    """A read's plan with the timeline it was planned on and the instant it reads as of (None: the latest)."""
+
+    plan: ReadPlan
+    timeline: Timeline
+    as_of: str | None
+
+
 class TableReader:
     """Snapshot, time-travel and incremental reads of one table, as plain Spark plans.
 
@@ -159,9 +172,11 @@ class TableReader:
     """
 
     @over_connect("opening a table to read")
-    def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None) -> None:
-        """``view``: the table's timeline as its caller reads it already (else opened here)."""
-        self._spark = ensure_bounded(spark)
+    def __init__(self, spark: PlanningAccess, base_path: str, view: TimelineView | None = None) -> None:
+        """``spark``: the session to read through (or a planner's own process, the ``format("hudi")`` data
+        source's, which only plans: :meth:`planned`); ``view``: the table's timeline as its caller reads it already
+        (else opened here)."""
+        self._spark = spark if isinstance(spark, LocalFileAccess) else ensure_bounded(spark)
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
         self.index = FileIndex(spark, self._base_path, self.view)  # refuses what the readers do not implement
@@ -180,9 +195,9 @@ class TableReader:
     @over_connect("listing the table's files")
     def list_files(self) -> list[StoredFile]:
         """Every data file of the table, hidden log files included, listed by an executor."""
-        ship_package(self._spark)
+        ship_package(self._session())
         rows = (
-            task_rows(self._spark, [(self._base_path,)], BASE_URI_SCHEMA)
+            task_rows(self._session(), [(self._base_path,)], BASE_URI_SCHEMA)
             .mapInArrow(list_table_files, spark_schema(LISTING.schema))
             .collect()
         )
@@ -235,6 +250,11 @@ class TableReader:
         predicates = list(plan.pruning)
         slices = self._client_slices(state, as_of, predicates)
         if slices is None:
+            if isinstance(self._spark, LocalFileAccess):
+                raise UnsupportedOperationError(
+                    f"a read of {self._base_path} takes more than {MAX_PLANNED_SLICES} file slices, more than a read "
+                    "planned without a Spark session (the format('hudi') data source) holds: read it through "
+                    "hudi_connect's DataFrame reads")
             tasks = int(self._spark.conf.get("spark.sql.shuffle.partitions") or "200")
             rows = self.index.slice_rows(state, predicates, as_of, tasks=tasks, touched=touched,
                                          base_only=read_optimized)
@@ -267,15 +287,21 @@ class TableReader:
             return ()
         return versions_with_renames(versions, reader, where=f"the table at {self._base_path}")
 
-    def _execute(self, plan: ReadPlan, timeline: Timeline, as_of: str | None) -> DataFrame:
-        planned_at = timeline.planned_at()
+    def read_config(self, planned: PlannedRead) -> SliceReadConfig:
+        """How the workers read the planned read's file slices."""
+        plan = planned.plan
+        return self.slice_read_config(plan.record_schema, valid_block_instants(planned.timeline, planned.as_of),
+                                      commit_times=plan.commit_times, column_renames=plan.column_renames,
+                                      planned_at=planned.timeline.planned_at())
+
+    def _execute(self, planned: PlannedRead) -> DataFrame:
+        plan = planned.plan
+        spark = self._session()
         if plan.slices is None:
             if plan.slice_rows is None:
                 raise AssertionError("a plan without slices has the executors make them")
-            ship_package(self._spark)
-            config = self.slice_read_config(plan.record_schema, valid_block_instants(timeline, as_of),
-                                            commit_times=plan.commit_times, column_renames=plan.column_renames,
-                                            planned_at=planned_at)
+            ship_package(spark)
+            config = self.read_config(planned)
             read = map_task_rows(plan.slice_rows, SLICES.schema, partial(read_file_slices, config), plan.schema)
             return self._kept_rows(read, plan)
         parts: list[DataFrame] = []
@@ -293,20 +319,18 @@ class TableReader:
             paths = [join(self._base_path, s.partition, s.base_file.name) for s in plain if s.base_file]
             # a file the cleaner removed after planning fails the read, whatever the session's
             # spark.sql.files.ignoreMissingFiles says: skipped, it would be a silently shorter answer
-            parts.append(self._spark.read.schema(plan.schema).option("ignoreMissingFiles", "false").parquet(*paths))
+            parts.append(spark.read.schema(plan.schema).option("ignoreMissingFiles", "false").parquet(*paths))
         if merged:
-            ship_package(self._spark)
-            config = self.slice_read_config(plan.record_schema, valid_block_instants(timeline, as_of),
-                                            commit_times=plan.commit_times, column_renames=plan.column_renames,
-                                            planned_at=planned_at)
+            ship_package(spark)
+            config = self.read_config(planned)
             rows = [SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
                              [f.name for f in s.log_files]) for s in merged]
             # sliced as Spark slices a local relation, one task per core: a task per slice cost a shuffle
             # and tens of milliseconds each (a third of a 100k-row read's time)
-            slices_df = task_rows(self._spark, rows, SLICES.schema)
+            slices_df = task_rows(spark, rows, SLICES.schema)
             parts.append(map_task_rows(slices_df, SLICES.schema, partial(read_file_slices, config), plan.schema))
         if not parts:
-            return self._kept_rows(self._spark.createDataFrame([], plan.schema), plan)
+            return self._kept_rows(spark.createDataFrame([], plan.schema), plan)
         return self._kept_rows(reduce(lambda a, b: a.unionByName(b), parts), plan)
 
     @staticmethod
@@ -318,6 +342,10 @@ class TableReader:
             df = df.where(~F.coalesce(F.col(IS_DELETED_COLUMN), F.lit(False)))
         if plan.commit_times is not None and COMMIT_TIME_COLUMN in plan.schema.fieldNames():
             df = df.where(F.col(COMMIT_TIME_COLUMN).isin(sorted(plan.commit_times)))
+        if plan.commit_range is not None:
+            begin, end = plan.commit_range
+            df = df.where(F.col(COMMIT_TIME_COLUMN) > begin)
+            df = df.where(F.col(COMMIT_TIME_COLUMN) <= end) if end is not None else df
         if plan.filters:  # the predicates as their users wrote them (Translation.filter)
             df = df.where(reduce(lambda a, b: a & b, plan.filters))
         return df
@@ -343,11 +371,25 @@ class TableReader:
             bootstrap=Bootstrap.of(self._base_path, props),
         )
 
+    def _session(self) -> SparkSession:
+        if isinstance(self._spark, LocalFileAccess):
+            raise AssertionError("a reader without a Spark session only plans")
+        return self._spark
+
     def _read(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
               predicates: UserPredicates = (), *, read_optimized: bool = False,
               time_travel: bool = False, following: bool = False,
               listed: tuple[Timeline, tuple[StoredFile, ...] | None] | None = None,
               count_rows: bool = False) -> tuple[DataFrame, ReadPlan]:
+        planned = self._planned(as_of, commits_in_range, predicates, read_optimized=read_optimized,
+                                time_travel=time_travel, following=following, listed=listed, count_rows=count_rows)
+        return self._execute(planned), planned.plan
+
+    def _planned(self, as_of: str | None, commits_in_range: list[Instant] | None = None,
+                 predicates: UserPredicates = (), *, read_optimized: bool = False,
+                 time_travel: bool = False, following: bool = False,
+                 listed: tuple[Timeline, tuple[StoredFile, ...] | None] | None = None,
+                 count_rows: bool = False) -> PlannedRead:
         """A read planned on one timeline (``listed``: the timeline and files its caller's checks used;
         ``count_rows``: the plan's ``recorded_rows`` where the write stats tell them)."""
         timeline, files = listed if listed is not None else self.index.timeline_and_files()
@@ -364,7 +406,7 @@ class TableReader:
         kind = ("incremental read" if commits_in_range is not None else "read-optimized read" if read_optimized
                 else f"read as of {as_of}" if as_of is not None else "snapshot read")
         log.info("%s of %s: %s", kind, self._base_path, plan.explain().replace("\n", "; "))
-        return self._execute(plan, timeline, as_of), plan
+        return PlannedRead(plan, timeline, as_of)
 
     def _check_time_travel(self, timeline: Timeline, as_of: str, *, following: bool) -> None:
         """Hudi's checks of a time travel (``validateTimestampAsOf``), refusing what it refuses, and a time
@@ -397,12 +439,20 @@ class TableReader:
         (``F.col("city") == "paris"``) or a SQL string (``"city = 'paris'"``); one, or a list that must all hold.
         What of a ``Column`` or a SQL string our tree cannot express (a UDF, LIKE, a cast) filters rows only
         (:meth:`plan` and :meth:`ReadPlan.explain` say which parts prune)."""
-        return self._read(None, predicates=predicates)[0]
+        return self._execute(self.planned_snapshot(predicates))
+
+    def planned_snapshot(self, predicates: UserPredicates = ()) -> PlannedRead:
+        """:meth:`snapshot`'s plan."""
+        return self._planned(None, predicates=predicates)
 
     @over_connect("planning a read-optimized read")
     def read_optimized(self, predicates: UserPredicates = ()) -> DataFrame:
         """Base files only (on MOR tables, what the last compactions wrote)."""
-        return self._read(None, predicates=predicates, read_optimized=True)[0]
+        return self._execute(self.planned_read_optimized(predicates))
+
+    def planned_read_optimized(self, predicates: UserPredicates = ()) -> PlannedRead:
+        """:meth:`read_optimized`'s plan."""
+        return self._planned(None, predicates=predicates, read_optimized=True)
 
     @over_connect("planning a time-travel read")
     def as_of(self, instant: InstantLike, predicates: UserPredicates = ()) -> DataFrame:
@@ -411,8 +461,12 @@ class TableReader:
         archived instants whose files remain are read with the latest schema, as Hudi reads them. ``instant``:
         an ``Instant``, instant-time text or a ``datetime`` (:mod:`hudi_connect.client.instants`), compared with
         requested times as Hudi's ``as.of.instant`` is."""
+        return self._execute(self.planned_as_of(instant, predicates))
+
+    def planned_as_of(self, instant: InstantLike, predicates: UserPredicates = ()) -> PlannedRead:
+        """:meth:`as_of`'s plan."""
         requested = as_of_time(resolve_instant(self._spark, self.view.properties, instant))
-        return self._read(requested, predicates=predicates, time_travel=True)[0]
+        return self._planned(requested, predicates=predicates, time_travel=True)
 
     @over_connect("planning a read")
     def as_of_completed(self, instant: Instant) -> tuple[DataFrame, ReadPlan]:
@@ -433,6 +487,12 @@ class TableReader:
         (its default on tables of version 8 and later): the latest snapshot's records whose commit is in the
         range. ``fallback_to_full_scan=False`` refuses such a range instead (:class:`HistoryUnavailableError`,
         naming the earliest begin read from the commits themselves)."""
+        return self._execute(self.planned_incremental(begin, end, predicates,
+                                                      fallback_to_full_scan=fallback_to_full_scan))
+
+    def planned_incremental(self, begin: InstantLike, end: InstantLike | None = None,
+                            predicates: UserPredicates = (), *, fallback_to_full_scan: bool = True) -> PlannedRead:
+        """:meth:`incremental`'s plan."""
         props = self.view.properties
         begin = resolve_instant(self._spark, props, begin)
         end = resolve_optional(self._spark, props, end)
@@ -454,17 +514,17 @@ class TableReader:
                 raise HistoryUnavailableError(
                     f"the incremental range of {self._base_path} from {range_time(begin, by_completion=by_completion)}"
                     f" {reason}, and fallback_to_full_scan is off", earliest_answerable=earliest)
-            snapshot = self._read(None, predicates=predicates, listed=listed)[0]
+            snapshot = self._planned(None, predicates=predicates, listed=listed)
             if not by_completion:  # version 6: Hudi's fallback keeps a range of requested times
-                df = snapshot.where(F.col(COMMIT_TIME_COLUMN) > range_time(begin, by_completion=False))
-                return df.where(F.col(COMMIT_TIME_COLUMN) <= range_time(end, by_completion=False)) if end else df
-            times = sorted({c.requested_time for c in (*archived, *commits)})
-            return snapshot.where(F.col(COMMIT_TIME_COLUMN).isin(times))
+                window = (range_time(begin, by_completion=False), range_time(end, by_completion=False) if end else None)
+                return dataclasses.replace(snapshot, plan=dataclasses.replace(snapshot.plan, commit_range=window))
+            times = frozenset(c.requested_time for c in (*archived, *commits))
+            return dataclasses.replace(snapshot, plan=dataclasses.replace(snapshot.plan, commit_times=times))
         as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
-            empty = self._read(None, listed=listed)[1]
-            return self._kept_rows(self._spark.createDataFrame([], empty.schema), empty)
-        return self._read(as_of, commits, predicates, listed=listed)[0]
+            empty = self._planned(None, listed=listed)
+            return dataclasses.replace(empty, plan=dataclasses.replace(empty.plan, slices=(), slice_rows=None))
+        return self._planned(as_of, commits, predicates, listed=listed)
 
     def _beyond_history(self, timeline: Timeline, commits: list[Instant], begin: Instant | str,
                         end: Instant | str | None, by_completion: bool) -> tuple[str, str | None, list[Instant]] | None:
@@ -509,4 +569,4 @@ class TableReader:
         return self._read(as_of, predicates=predicates)[1]
 
 
-__all__ = ["META_COLUMNS", "ReadPlan", "TableReader"]
+__all__ = ["META_COLUMNS", "PlannedRead", "ReadPlan", "TableReader"]

@@ -25,36 +25,24 @@ from operator import attrgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
-from hudi_connect.client.artifacts import ship_package
 from hudi_connect.client.instants import InstantLike, resolve_instant, resolve_optional
-from hudi_connect.client.remote_files import MAX_BATCHED_FILES, read_file
-from hudi_connect.client.result_rows import result_tables
+from hudi_connect.client.remote_files import PlanningAccess, SparkFileAccess, access_of
 from hudi_connect.client.server_loss import ensure_bounded, over_connect
-from hudi_connect.client.task_rows import map_task_rows, spark_schema, task_rows
+from hudi_connect.client.task_rows import spark_schema
 from hudi_connect.client.timeline_view import TimelineView
-from hudi_connect.core.executor.contracts import GROUPED_FILES, LISTING, LISTING_PARTS, MATCHES, SLICES
-from hudi_connect.core.executor.listing import (
-    FAN_OUT_TASKS,
-    PartitionFilter,
-    StatsConfig,
-    list_storage,
-    list_subtrees,
-    list_top_level,
-    match_by_footer,
+from hudi_connect.core.errors import UnsupportedOperationError
+from hudi_connect.core.executor.contracts import GROUPED_FILES, SLICES
+from hudi_connect.core.executor.file_access import (
+    MAX_BATCHED_FILES,
+    ListingRequest,
+    LocalFileAccess,
+    StatsLookup,
+    read_file,
 )
-from hudi_connect.core.executor.metadata_reader import (
-    STATS_SHARDS_SCHEMA,
-    STATS_TASKS,
-    DataTimeline,
-    MetadataSource,
-    list_through_metadata,
-    match_by_metadata_stats,
-    stats_shards,
-)
-from hudi_connect.core.executor.slices import BASE_URI_SCHEMA
+from hudi_connect.core.executor.listing import PartitionFilter
+from hudi_connect.core.executor.metadata_reader import DataTimeline, MetadataSource
 from hudi_connect.core.executor.slicing import ListingSlicing, file_groups_of_listing, slices_of_listing
 from hudi_connect.core.executor.storage import join
 from hudi_connect.core.format.bootstrap import Bootstrap, is_skeleton, skeleton_source
@@ -194,10 +182,12 @@ class FileIndex:
             print(snapshot.partition, len(snapshot.file_slices))
     """
 
-    def __init__(self, spark: SparkSession, base_path: str, view: TimelineView | None = None, *,
+    def __init__(self, spark: PlanningAccess, base_path: str, view: TimelineView | None = None, *,
                  use_metadata: bool = True) -> None:
-        """``use_metadata``: list through the metadata table when the table has one (and it is caught up)."""
-        self._spark = ensure_bounded(spark)
+        """``spark``: the session to plan through (or a planner's own process, the data source's);
+        ``use_metadata``: list through the metadata table when the table has one (and it is caught up)."""
+        self._spark = spark if isinstance(spark, LocalFileAccess) else ensure_bounded(spark)
+        self._access = access_of(spark)
         self._base_path = base_path.rstrip("/")
         self.view = view or TimelineView.open(spark, self._base_path)
         self.merge_mode  # noqa: B018 (refuses a table the readers do not implement now, not at its first read)
@@ -222,10 +212,6 @@ class FileIndex:
 
     def _metadata_source(self, timeline: Timeline) -> MetadataSource:
         return MetadataSource(self._base_path, DataTimeline.of(timeline), self.view.properties.version)
-
-    def _one_task(self) -> DataFrame:
-        ship_package(self._spark)
-        return task_rows(self._spark, [(self._base_path,)], BASE_URI_SCHEMA)
 
     # --- what the table is at a moment ---------------------------------------------------------
 
@@ -265,30 +251,41 @@ class FileIndex:
         return PartitionFilter(props.partition_fields, schema, props.hive_style_partitioning,
                                props.url_encode_partitioning, predicate, opaque_partition_fields(props))
 
-    # --- the listing plan ---------------------------------------------------------------------
+    # --- the listing ---------------------------------------------------------------------------
 
-    def listing(self, keep: PartitionFilter, timeline: Timeline, *, fan_out: bool = False) -> DataFrame:
-        """(partition, name, size, source) of every data file in kept partitions, as a Spark plan, sorted by
-        partition. ``fan_out``: a storage listing spreads over :data:`FAN_OUT_TASKS` tasks by top-level
-        directory (for tables too large for one task to list)."""
-        if self._metadata_has("files"):
-            return map_task_rows(self._one_task(), BASE_URI_SCHEMA,
-                                 partial(list_through_metadata, self._metadata_source(timeline), keep),
-                                 LISTING.schema.append(pa.field("source", pa.string())))
-        return self.storage_listing(keep, fan_out=fan_out)
+    def _listing_request(self, state: TableState, keep: PartitionFilter, predicate: Expression | None, *,
+                         fan_out: bool = False) -> ListingRequest:
+        """The listing of the partitions ``keep`` keeps, with ``may_match`` False where a file's column statistics
+        exclude ``predicate`` (the metadata table's column_stats partition, else Parquet footers). ``fan_out``: a
+        storage listing spread over several tasks by top-level directory (for tables too large for one)."""
+        metadata = self._metadata_source(state.timeline) if self._metadata_has("files") else None
+        columns = self._stats_columns(state, predicate)
+        if predicate is None or not columns:
+            return ListingRequest(self._base_path, keep, metadata, fan_out)
+        if not self._metadata_has("column_stats"):
+            return ListingRequest(self._base_path, keep, metadata, fan_out,
+                                  StatsLookup(predicate, columns, None, keep, narrows=False))
+        # a predicate on partition columns narrows the lookup to the kept partitions' statistics: one task
+        # then finds them by key prefix in every file group; else each of two reads a column's whole
+        narrows = keep.paths is not None or bool(predicate.columns() & set(state.definition.partition_fields))
+        lookup_keep = keep if narrows else dataclasses.replace(keep, predicate=None)
+        return ListingRequest(self._base_path, keep, metadata, fan_out,
+                              StatsLookup(predicate, columns, self._metadata_source(state.timeline), lookup_keep,
+                                          narrows))
+
+    def _spark_access(self, doing: str) -> SparkFileAccess:
+        """The Spark session's access, for what only a Spark plan does (``doing``)."""
+        if not isinstance(self._access, SparkFileAccess):
+            raise UnsupportedOperationError(
+                f"{doing} of the table at {self._base_path} runs as a Spark plan, and this read was planned "
+                "without a Spark session (the format('hudi') data source)")
+        return self._access
 
     def storage_listing(self, keep: PartitionFilter, *, fan_out: bool = False) -> DataFrame:
-        """(partition, name, size, source) of every file in kept partitions, hidden log files included, from a
-        storage listing, as a Spark plan sorted by partition (see :meth:`listing`)."""
-        if not fan_out:
-            storage = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_storage, keep), LISTING.schema)
-            return storage.withColumn("source", F.lit("storage"))
-        top = map_task_rows(self._one_task(), BASE_URI_SCHEMA, partial(list_top_level, keep), LISTING_PARTS.schema)
-        # round-robin, so that the directories spread evenly; then one sorted partition again for the client,
-        # which builds one partition's file slices at a time (coalesce would pull the listing into one task)
-        listed = top.repartition(FAN_OUT_TASKS).mapInArrow(partial(list_subtrees, keep, self._base_path),
-                                                           spark_schema(LISTING.schema))
-        return listed.repartition(1).sortWithinPartitions("partition", "name").withColumn("source", F.lit("storage"))
+        """(partition, name, size, source, may_match) of every file in kept partitions, hidden log files included,
+        from a storage listing, as a Spark plan sorted by partition and name."""
+        return self._spark_access("a storage listing").listing_plan(
+            ListingRequest(self._base_path, keep, fan_out=fan_out))
 
     def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
         """The columns whose statistics prune files for ``predicate`` (none: statistics prune nothing)."""
@@ -302,41 +299,6 @@ class FileIndex:
         """Whether a predicate over ``columns`` may hold for a merged record that no single file's statistics
         admit (:func:`records_merge_columns`): such slices are then not pruned by statistics."""
         return len(columns) > 1 and records_merge_columns(self.view.properties)
-
-    def _with_stats(self, files: DataFrame, state: TableState, keep: PartitionFilter,
-                    predicate: Expression | None) -> DataFrame:
-        """The listing of the partitions ``keep`` keeps with ``may_match``: False where a file's column
-        statistics exclude the predicate (from the metadata table's column_stats partition, else from Parquet
-        footers)."""
-        columns = self._stats_columns(state, predicate)
-        # one listing task emits rows sorted by partition already
-        if predicate is None or not columns:
-            return files.withColumn("may_match", F.lit(True))
-        if self._metadata_has("column_stats"):
-            source = self._metadata_source(state.timeline)
-            ship_package(self._spark)
-            # a predicate on partition columns narrows the lookup to the kept partitions' statistics: one task
-            # then finds them by key prefix in every file group; else each of two reads a column's whole
-            narrows = keep.paths is not None or bool(predicate.columns() & set(state.definition.partition_fields))
-            lookup_keep = keep if narrows else dataclasses.replace(keep, predicate=None)
-            shards = stats_shards(1 if narrows else STATS_TASKS)
-            matches = map_task_rows(task_rows(self._spark, shards, STATS_SHARDS_SCHEMA), STATS_SHARDS_SCHEMA,
-                                    partial(match_by_metadata_stats, source, lookup_keep, predicate, columns),
-                                    MATCHES.schema)
-            # a file's statistics of two columns may sit in two file groups (Hudi places each record by its
-            # whole key), each judged alone: the file may match only if every one allows it
-            matches = matches.groupBy("name").agg(F.min("may_match").alias("may_match"))
-            if narrows:  # a few partitions' matches: sent to the listing's task, not shuffled with it
-                matches = F.broadcast(matches)
-        else:
-            config = StatsConfig(self._base_path, predicate, columns)
-            matches = (files.where(F.col("name").endswith(".parquet")).repartition(8)
-                       .mapInArrow(partial(match_by_footer, config), spark_schema(MATCHES.schema)))
-        # file names are unique in a table (file id, write token, instant)
-        joined = (files.join(matches.drop("partition"), ["name"], "left")
-                  .withColumn("may_match", F.coalesce(F.col("may_match"), F.lit(True))))
-        # sorted again after the join, in one partition: no range-partitioning job as orderBy would run
-        return joined.coalesce(1).sortWithinPartitions("partition", "name")
 
     def _keeping(self, listed: Iterable[_PartitionListing], timeline: Timeline) -> Iterator[_PartitionListing]:
         """``listed``, a whole listing through the metadata table, kept in the view for the next read at the same
@@ -367,9 +329,10 @@ class FileIndex:
         ``touched``: only these (partition, file id) groups; ``base_only``: base files only (read-optimized)."""
         predicate = conjunction(pruning_of(predicates))
         keep = self.partition_filter(state.definition.schema, predicate)
-        listed = self.listing(keep, state.timeline, fan_out=state.files is None and self.view.files_over_limit)
-        grouped = self._with_stats(listed, state, keep, predicate).mapInArrow(file_groups_of_listing,
-                                                                        spark_schema(GROUPED_FILES.schema))
+        request = self._listing_request(state, keep, predicate,
+                                        fan_out=state.files is None and self.view.files_over_limit)
+        listed = self._spark_access(f"a read of more than {MAX_BATCHED_FILES} file slices").listing_plan(request)
+        grouped = listed.mapInArrow(file_groups_of_listing, spark_schema(GROUPED_FILES.schema))
         timeline_dir = self.view.properties.timeline_dir
         slicing = ListingSlicing(self.slice_choice(state, predicate, as_of), touched, base_only,
                                  join(self._base_path, ".hoodie", timeline_dir))
@@ -392,8 +355,8 @@ class FileIndex:
         else:
             # no listing in hand: beyond the batched listing's limit, or never listed (statistics to join)
             large = state.files is None and self.view.files_over_limit
-            plan = self._with_stats(self.listing(keep, state.timeline, fan_out=large), state, keep, predicate)
-            listed = _listed_partitions(result_tables(plan))
+            listed = _listed_partitions(self._access.listing_tables(
+                self._listing_request(state, keep, predicate, fan_out=large)))
             if whole_metadata_listing:
                 listed = self._keeping(listed, state.timeline)
         choice = self.slice_choice(state, predicate, as_of)
@@ -457,7 +420,7 @@ class FileIndex:
         if bootstrap is None or not skeletons:
             return tuple(slices)
         if self._bootstrap_index is None:
-            content = read_file(self._spark, bootstrap.index_uri)
+            content = read_file(self._access, bootstrap.index_uri)
             self._bootstrap_index = dict(read_hfile(content, source=bootstrap.index_uri)) if content else {}
         index = self._bootstrap_index
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -160,17 +160,9 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows += column.null_count
         requests += pc.drop_null(column).to_pylist()
     for request in requests:
-        results: list[dict[str, Any]] = []
         ops = [_with_count(op, rows) for op in _requested_ops(request)]
-        for op in ops:
-            result = _execute(op)
-            if op.counted:
-                result = dataclasses.replace(result, counted=rows)
-            results.append(asdict(result))
-            if op.kind == "create" and not result.ok:
-                break
-        skipped = len(ops) - len(results)
-        results += [asdict(StorageResult(False))] * skipped
+        results = [asdict(dataclasses.replace(result, counted=rows) if op.counted else result)
+                   for op, result in zip(ops, run_ops_here(ops), strict=True)]
         read = [(index, name, content) for index, result in enumerate(results)
                 for name, content in result["contents"]]
         without_contents = [{k: v for k, v in result.items() if k != "contents"} for result in results]
@@ -179,6 +171,18 @@ def execute_ops(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for index, name, content in read:
             yield pa.RecordBatch.from_pydict({"result": [None], "op": [index], "name": [name],
                                               "content": [content]}, schema=RESULTS_SCHEMA)
+
+
+def run_ops_here(ops: Sequence[StorageOp]) -> list[StorageResult]:
+    """Run ``ops`` in order in this process; one result per op. The ops after a ``create`` that found its file
+    are skipped (not ok): what follows a claim is done only by whoever made it."""
+    results: list[StorageResult] = []
+    for op in ops:
+        result = _execute(op)
+        results.append(result)
+        if op.kind == "create" and not result.ok:
+            break
+    return results + [StorageResult(False)] * (len(ops) - len(results))
 
 
 def _with_count(op: StorageOp, rows: int) -> StorageOp:

@@ -12,6 +12,7 @@ Connect client could read back.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import secrets
 import sys
@@ -249,6 +250,30 @@ def spark_env(extra: Mapping[str, str] | None = None, home: Path | None = None) 
     return env
 
 
+# hudi-connect's format("hudi") data source and the library it runs, as a plain Spark 4 server's Python finds them
+DATA_SOURCE_PACKAGES = ("pyspark_hudi", "hudi_connect")
+
+
+def data_source_path(work_dir: Path) -> Path | None:
+    """A directory of links to the installed ``pyspark_hudi`` and ``hudi_connect`` packages, for a plain Spark 4
+    server's ``PYTHONPATH``: Spark registers the data source at start, and ``format("hudi")`` reads with it from
+    every client. Only the two packages: the harness's own site-packages (another Spark line's pyspark) stay out
+    of the server's Python. None where hudi-connect is not installed beside the harness."""
+    locations: list[str] = []
+    for name in DATA_SOURCE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        locations.append(next(iter(spec.submodule_search_locations)))
+    target = work_dir / "python-path"
+    target.mkdir(parents=True, exist_ok=True)
+    for name, location in zip(DATA_SOURCE_PACKAGES, locations, strict=True):
+        link = target / name
+        if not link.is_symlink():
+            link.symlink_to(location, target_is_directory=True)
+    return target
+
+
 def start_spark_connect(
     run_dir: Path,
     flavor: SparkFlavor,
@@ -282,6 +307,9 @@ def start_spark_connect(
                                 jit=jit)
     env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python,
                      **storage_env(minio, storages)}, home=home)
+    source = data_source_path(work_dir) if line is not None else None
+    if source is not None:  # Spark 4 registers the Python data sources it finds at start
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)
     log = work_dir / "server.log"
     process, popen = launch(f"spark connect ({flavor})", server_command(flavor, confs, home=home), log=log, env=env,
                             cwd=work_dir)

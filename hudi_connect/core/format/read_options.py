@@ -1,0 +1,123 @@
+"""Hudi's read options as a query: what ``spark.read.format("hudi").options(...)`` asks of a table.
+
+The options a Hudi user passes to Hudi's Spark datasource, read as Hudi 1.2 reads them
+(``DataSourceReadOptions``): the query type, time travel's ``as.of.instant``, the incremental range and its
+format, the full-scan fallback. An option that would change the answer and is not implemented is refused by
+name; options that only tune how Hudi's own reader works (its file index, data skipping, the metadata table
+for listing) leave the answer as it is, and are accepted. Keys are compared lower-cased, as Spark hands a data
+source its options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from hudi_connect.core.errors import InvalidOptionError, UnsupportedOperationError
+
+QUERY_TYPE = "hoodie.datasource.query.type"
+AS_OF_INSTANT = "as.of.instant"
+BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
+END_INSTANT = "hoodie.datasource.read.end.instanttime"
+INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
+FALLBACK_FULL_SCAN = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
+PATH, PATHS = "path", "paths"
+
+
+class QueryType(Enum):
+    """Hudi's ``hoodie.datasource.query.type``."""
+
+    SNAPSHOT = "snapshot"
+    READ_OPTIMIZED = "read_optimized"
+    INCREMENTAL = "incremental"
+
+
+# Options that tune how Hudi's reader finds files or spends memory, never which rows it returns: ours answers the
+# same without them (it lists through the metadata table where the table has one, and prunes where it is sound).
+ANSWER_NEUTRAL = frozenset({
+    "hoodie.metadata.enable",
+    "hoodie.enable.data.skipping",
+    "hoodie.file.index.enable",
+    "hoodie.datasource.read.file.index.listing.mode",
+    "hoodie.datasource.read.file.index.listing.partition-path-prefix.analysis.enabled",
+    "hoodie.datasource.read.use.new.parquet.file.format",
+    "hoodie.file.group.reader.enabled",
+    "hoodie.memory.merge.max.size",
+    "hoodie.memory.spillable.map.path",
+    "hoodie.common.spillable.diskmap.type",
+    "hoodie.common.diskmap.compression.enabled",
+    "hoodie.datasource.read.extract.partition.values.from.path",
+    "hoodie.schema.on.read.enable",
+})
+# Which option says what (each option listed once): the table of docs/format-hudi.md
+SUPPORTED = frozenset({QUERY_TYPE, AS_OF_INSTANT, BEGIN_INSTANT, END_INSTANT, INCREMENTAL_FORMAT,
+                       FALLBACK_FULL_SCAN, PATH})
+
+
+@dataclass(frozen=True)
+class ReadQuery:
+    """One read of a table at ``path``: Hudi's query type, and its instant or range (instant-time text)."""
+
+    path: str
+    query_type: QueryType = QueryType.SNAPSHOT
+    as_of: str | None = None
+    begin: str | None = None
+    end: str | None = None
+    fallback_to_full_scan: bool = True
+
+
+def read_query(options: Mapping[str, str]) -> ReadQuery:
+    """The query Hudi's read options ask for; an option that would change the answer and is not implemented, or a
+    contradictory combination, is refused by name."""
+    given = {key.lower(): value for key, value in options.items()}
+    if PATHS in given:
+        raise UnsupportedOperationError(f"reading several tables in one load ({PATHS}={given[PATHS]}): load one "
+                                        "table's path at a time")
+    path = given.get(PATH, "").strip()
+    if not path:
+        raise InvalidOptionError("a Hudi read needs the table's path: load(path) or option('path', ...)")
+    unknown = sorted(key for key in given if key not in SUPPORTED and key not in ANSWER_NEUTRAL)
+    if unknown:
+        named = ", ".join(unknown)
+        raise UnsupportedOperationError(
+            f"read options not implemented by hudi-connect's reader, which would be ignored: {named}; remove them, "
+            "or read with Hudi's own datasource")
+    raw_type = given.get(QUERY_TYPE, QueryType.SNAPSHOT.value).strip().lower()
+    try:
+        query_type = QueryType(raw_type)
+    except ValueError:
+        raise InvalidOptionError(f"{QUERY_TYPE}={raw_type!r}: Hudi's query types are "
+                                 f"{', '.join(t.value for t in QueryType)}") from None
+    fallback = _boolean(given, FALLBACK_FULL_SCAN, default=True)
+    as_of = given.get(AS_OF_INSTANT)
+    if query_type is not QueryType.INCREMENTAL:
+        stray = [key for key in (BEGIN_INSTANT, END_INSTANT, INCREMENTAL_FORMAT) if key in given]
+        if stray:
+            raise InvalidOptionError(f"{', '.join(stray)} only apply to {QUERY_TYPE}=incremental, not {raw_type}")
+        if as_of is not None and query_type is QueryType.READ_OPTIMIZED:
+            raise UnsupportedOperationError(f"{AS_OF_INSTANT} with {QUERY_TYPE}=read_optimized: time travel of a "
+                                            "read-optimized query is not implemented")
+        return ReadQuery(path, query_type, as_of=as_of)
+    if as_of is not None:
+        raise InvalidOptionError(f"{AS_OF_INSTANT} applies to snapshot queries, not {QUERY_TYPE}=incremental")
+    begin = given.get(BEGIN_INSTANT)
+    if begin is None:
+        raise InvalidOptionError(f"{QUERY_TYPE}=incremental needs {BEGIN_INSTANT} (an instant time, or 'earliest')")
+    incremental_format = given.get(INCREMENTAL_FORMAT, "latest_state").strip().lower()
+    if incremental_format == "cdc":
+        raise UnsupportedOperationError(f"{INCREMENTAL_FORMAT}=cdc through format('hudi') is not implemented yet: "
+                                        "use HudiTable.changes() (hudi_connect) for change queries")
+    if incremental_format != "latest_state":
+        raise InvalidOptionError(f"{INCREMENTAL_FORMAT}={incremental_format!r}: Hudi's formats are latest_state "
+                                 "and cdc")
+    return ReadQuery(path, query_type, begin=begin, end=given.get(END_INSTANT), fallback_to_full_scan=fallback)
+
+
+def _boolean(given: Mapping[str, str], key: str, *, default: bool) -> bool:
+    value = given.get(key)
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidOptionError(f"{key}={value!r}: true or false")
+    return value.strip().lower() == "true"

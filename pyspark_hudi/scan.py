@@ -1,0 +1,92 @@
+"""A read of a Hudi table as the data source's scan: planned by hudi-connect's ``TableReader``, read in splits.
+
+The planning is the DataFrame reads' own (``TableReader.planned_*``), run in the server's planning worker with
+the storage credentials of its own process (``LocalFileAccess``). What reaches the executors is small and
+picklable: the workers' read settings and the file slices of each split.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import StringType, StructField, StructType
+
+from hudi_connect.core.errors import UnsupportedOperationError
+from hudi_connect.core.executor.contracts import SliceRow
+from hudi_connect.core.executor.file_access import LocalFileAccess
+from hudi_connect.core.executor.refusals import worker_body
+from hudi_connect.core.executor.slices import SliceReadConfig, read_slice
+from hudi_connect.core.format.read_options import QueryType, ReadQuery
+from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN
+from hudi_connect.reader.table_reader import PlannedRead, TableReader
+from hudi_connect.spec.file_index import balanced_splits
+
+# splits per core of the planning worker's machine: enough for Spark to balance uneven slices
+SPLITS_PER_CORE = 2
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a planned read hands Spark: its schema, the workers' settings, and its file slices in splits."""
+
+    schema: StructType
+    config: SliceReadConfig
+    splits: tuple[tuple[SliceRow, ...], ...]
+    string_columns: tuple[str, ...] = ()  # read as strings of their stored values (Hudi's Spark reader does)
+    commit_range: tuple[str, str | None] | None = None
+
+
+def scan_of(query: ReadQuery, *, splits: int | None = None) -> Scan:
+    """The query planned and its slices split by bytes (``splits``: how many at most; by default
+    :data:`SPLITS_PER_CORE` per core)."""
+    reader = TableReader(LocalFileAccess(), query.path)
+    read = _planned_with(reader, query)
+    plan = read.plan
+    if plan.slices is None:
+        raise AssertionError("a read planned without a session holds its slices (TableReader refuses more)")
+    fields = {f.name: f for f in plan.record_schema}
+    for name in plan.string_columns:
+        if not (pa.types.is_integer(fields[name].type) or pa.types.is_string(fields[name].type)):
+            raise UnsupportedOperationError(
+                f"the partition column {name} of {query.path} is read as a string of its stored "
+                f"{fields[name].type} values (a timestamp key generator's), whose text format('hudi') does not "
+                "spell as Spark's cast does yet: read it through hudi_connect's DataFrame reads")
+    schema = StructType([StructField(f.name, StringType(), f.nullable) if f.name in plan.string_columns else f
+                         for f in plan.schema.fields])
+    count = splits or max(1, (os.cpu_count() or 1) * SPLITS_PER_CORE)
+    groups = balanced_splits(plan.slices, min(count, max(1, len(plan.slices))))
+    rows = tuple(tuple(SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
+                                [f.name for f in s.log_files]) for s in group) for group in groups)
+    return Scan(schema, reader.read_config(read), rows, plan.string_columns, plan.commit_range)
+
+
+def _planned_with(reader: TableReader, query: ReadQuery) -> PlannedRead:
+    if query.query_type is QueryType.READ_OPTIMIZED:
+        return reader.planned_read_optimized()
+    if query.query_type is QueryType.INCREMENTAL:
+        if query.begin is None:
+            raise AssertionError("an incremental query has a begin (read_options)")
+        return reader.planned_incremental(query.begin, query.end, fallback_to_full_scan=query.fallback_to_full_scan)
+    if query.as_of is not None:
+        return reader.planned_as_of(query.as_of)
+    return reader.planned_snapshot()
+
+
+@worker_body
+def read_split(scan: Scan, rows: Sequence[SliceRow], target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The rows of one split's slices, in ``target`` (the scan's schema as Spark takes Arrow)."""
+    for row in rows:
+        table = read_slice(scan.config, row.partition, row.base_file, list(row.log_files))
+        for name in scan.string_columns:
+            table = table.set_column(table.schema.get_field_index(name), name, pc.cast(table[name], pa.string()))
+        if scan.commit_range is not None:
+            begin, end = scan.commit_range
+            kept = pc.greater(table[COMMIT_TIME_COLUMN], begin)
+            if end is not None:
+                kept = pc.and_(kept, pc.less_equal(table[COMMIT_TIME_COLUMN], end))
+            table = table.filter(kept)
+        yield from table.cast(target).to_batches()

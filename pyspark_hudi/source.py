@@ -1,0 +1,78 @@
+"""The ``hudi`` Python data source (Spark 4.0+): Hudi's read options in, hudi-connect's scan out.
+
+Spark calls :meth:`HudiDataSource.schema` in one planning worker and :meth:`HudiDataSource.reader` in another,
+the data source pickled between them: the scan is planned once, in ``schema()``, so that the schema and the
+file slices come from one timeline, and leaves the data source in ``reader()`` (Spark ships the data source and
+the reader to every task; each split travels with its own task only).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from hudi_connect.core.errors import SchemaMismatchError
+from hudi_connect.core.format.read_options import read_query
+from pyspark_hudi.scan import Scan, read_split, scan_of
+
+
+class HudiDataSource(DataSource):
+    """``spark.read.format("hudi")``: snapshot, read-optimized, time travel and incremental reads of a Hudi table,
+    with Hudi's own read options (:mod:`hudi_connect.core.format.read_options`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format's name: ``hudi``, Hudi's own."""
+        return "hudi"
+
+    def schema(self) -> StructType:
+        """The read's schema, the scan planned with it (the table's latest, or as of the time travel's instant)."""
+        self._scan = scan_of(read_query(self.options))
+        return self._scan.schema
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The scan's reader (planned here where Spark was given a schema and never asked for one)."""
+        scan = self.__dict__.pop("_scan", None) or scan_of(read_query(self.options))
+        if schema != scan.schema:  # a schema the user gave (schema() then never ran)
+            raise SchemaMismatchError(f"the schema given to format('hudi') is not the table's: {schema.simpleString()}"
+                                      f" given, {scan.schema.simpleString()} read; leave it out")
+        return HudiReader(scan)
+
+
+class Split(InputPartition):
+    """One task's file slices."""
+
+
+class HudiReader(DataSourceReader):
+    """Reads a :class:`~pyspark_hudi.scan.Scan`'s splits, one task each."""
+
+    def __init__(self, scan: Scan) -> None:
+        self._splits = scan.splits
+        # what every task needs, without the splits (each travels with its own task)
+        self._scan = Scan(scan.schema, scan.config, (), scan.string_columns, scan.commit_range)
+
+    def __getstate__(self) -> dict[str, object]:
+        # Spark pickles the reader into the read function before it asks for the partitions: each split
+        # travels with its own task only
+        return {**self.__dict__, "_splits": ()}
+
+    def partitions(self) -> list[InputPartition]:
+        """One split of file slices per task."""
+        return [Split(rows) for rows in self._splits] or [Split(())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The merged records of one split's file slices."""
+        target = _arrow_schema(self._scan.schema)
+        yield from read_split(self._scan, partition.value, target)
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` in Arrow, exactly as this Spark line's worker checks a data source's batches against it."""
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:  # 4.1+ take the zone; 4.0 writes UTC
+        return to_arrow_schema(schema, timezone="UTC")  # type: ignore[call-arg]
+    return to_arrow_schema(schema)
