@@ -25,6 +25,7 @@ import pytest
 from hudi import HudiTableBuilder
 from hudi_connect_stack.endpoints import KafkaEndpoint
 from hudi_connect_stack.provision import cache_dir
+from hudi_connect_stack.standalone import render_env_file
 from hudi_connect_stack.testing.cdc_history import event_multiset, events
 from hudi_connect_stack.testing.compare import row_multiset
 from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
@@ -37,7 +38,7 @@ from hudi_connect_stack.testing.reference_tables import (
     load_answers,
 )
 from hudi_connect_stack.testing.topics import read_topic
-from hudi_connect_stack.versions import HUDI_VERSION
+from hudi_connect_stack.versions import HUDI_VERSION, SPARK4_LINES
 from pyspark.errors.exceptions.base import PySparkException
 from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import SparkSession
@@ -50,6 +51,7 @@ from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
 from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect_stack import provision
 from integration.reverse_stream_model import cdc_changes, kafka_changes, postgres_rows, replay_files
 from integration.test_table_fixtures import rows_of_hudi_rs
 
@@ -307,3 +309,60 @@ def test_format_hudi_on_the_plain_server_reads_as_hudi_and_our_reader(spark4: Sp
         assert sum(_ours(incremental).values()) > 0
     with pytest.raises(Exception, match=r"hoodie\.datasource\.read\.paths"):
         spark4.read.format("hudi").option("hoodie.datasource.read.paths", path).load(path).collect()
+
+
+GO_PROGRAM = Path(__file__).with_name("go_client")
+JVM_PROGRAM = Path(__file__).with_name("jvm_client") / "HudiReads.java"
+
+
+def _program_rows(stdout: str) -> dict[str, Counter[tuple[Any, ...]]]:
+    """Each request's rows as the Go (JSON arrays) or JVM (JSON objects) program printed them."""
+    found: dict[str, Counter[tuple[Any, ...]]] = {}
+    for name, body in (line.split("\t", 1) for line in stdout.splitlines() if "\t" in line):
+        value = json.loads(body)
+        record = value if isinstance(value, dict) else dict(zip(DATA_COLUMNS, value, strict=True))
+        found.setdefault(name, Counter()).update(_rows([record]))
+    return found
+
+
+def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
+    spark4: SparkSession, spark4_server_url: str, reference: Path, tmp_path: Path
+) -> None:
+    """A Go program (spark-connect-go) and a Java one (Spark's JVM Connect client of the server's line) read a
+    Hudi table through ``format("hudi")`` and SQL's ``USING hudi`` on the plain Spark 4 server: no jar, no
+    Python on their side. Their answers equal Hudi's (snapshot, time travel) and our reader's (incremental,
+    read-optimized)."""
+    spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
+    answers = load_answers(reference, spec)
+    path = str(reference / spec.name)
+    reader = TableReader(spark4, path)
+    first, last = sorted(answers.as_of)[0], sorted(answers.as_of)[-1]
+    begin = answers.completions[1]
+    requests = ["snapshot", "sql", f"first:as.of.instant={first}", f"last:as.of.instant={last}",
+                f"incr:hoodie.datasource.query.type=incremental;hoodie.datasource.read.begin.instanttime={begin}",
+                "ro:hoodie.datasource.query.type=read_optimized"]
+    expected = {"snapshot": _rows(answers.snapshot), "sql": _rows(answers.snapshot),
+                "first": _rows(answers.as_of[first]), "last": _rows(answers.as_of[last]),
+                "incr": _ours(reader.incremental(begin)), "ro": _ours(reader.read_optimized())}
+    assert all(sum(rows.values()) > 0 for rows in expected.values())
+
+    env_file = tmp_path / "stack.env"
+    env_file.write_text(render_env_file({"HUDI_CONNECT_SPARK_URL": spark4_server_url}))
+    go = subprocess.run([str(provision.go_program(GO_PROGRAM)), "read", str(env_file), path, *requests],
+                        capture_output=True, text=True, timeout=600)
+    assert go.returncode == 0, go.stderr[-3000:]
+    assert _program_rows(go.stdout) == expected
+
+    line = SPARK4_LINES[".".join(spark4.version.split(".")[:2])]
+    jars = provision.spark4_home(provision.ensure_spark4_server(line)) / "jars"
+    # the line's own client jar (shaded, in the REPL's folder), then the jars it leaves to the distribution
+    classpath = os.pathsep.join([str(next(jars.glob("connect-repl/spark-connect-client-jvm_*.jar"))), f"{jars}/*"])
+    classes = tmp_path / "classes"
+    compiled = subprocess.run([provision.require_tool("javac"), "-d", str(classes), "-cp", classpath,
+                               str(JVM_PROGRAM)], capture_output=True, text=True, timeout=300)
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    jvm = subprocess.run([provision.require_tool("java"), "--add-opens=java.base/java.nio=ALL-UNNAMED", "-cp",
+                          os.pathsep.join([str(classes), classpath]), "HudiReads", spark4_server_url, path, *requests],
+                         capture_output=True, text=True, timeout=600)
+    assert jvm.returncode == 0, jvm.stderr[-3000:]
+    assert _program_rows(jvm.stdout) == expected

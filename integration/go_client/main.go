@@ -4,6 +4,13 @@
 // after the first commit completed (INCR), each a JSON value. The Python suite holds them against hudi-connect's reads.
 //
 // Usage: go-client ENV_FILE TABLE_NAME TABLE_PATH
+//
+// With "read" first, it reads a table through format("hudi") instead, on a plain Spark 4 server that runs
+// hudi-connect's Python data source (no Hudi jar): each REQUEST is NAME or NAME:key=value;key=value (Hudi's read
+// options), NAME "sql" reading through CREATE TEMPORARY VIEW ... USING hudi; each row prints as NAME and a JSON
+// array of id, v, ts and part.
+//
+// Usage: go-client read ENV_FILE TABLE_PATH REQUEST...
 package main
 
 import (
@@ -16,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/apache/spark-connect-go/spark/sql"
+	"github.com/apache/spark-connect-go/spark/sql/functions"
 )
 
 // readEnvFile reads KEY=value lines, values quoted as a POSIX shell quotes them ('...', with ' as '"'"').
@@ -65,20 +73,65 @@ func query(ctx context.Context, spark sql.SparkSession, kind, statement string) 
 	return values
 }
 
+// readThroughDataSource prints the rows of each request read through format("hudi").
+func readThroughDataSource(ctx context.Context, spark sql.SparkSession, path string, requests []string) {
+	for _, request := range requests {
+		name, options, _ := strings.Cut(request, ":")
+		var df sql.DataFrame
+		var err error
+		if name == "sql" {
+			quoted := strings.ReplaceAll(strings.ReplaceAll(path, `\`, `\\`), "'", `\'`) // Spark SQL escapes
+			query(ctx, spark, "", fmt.Sprintf(`CREATE OR REPLACE TEMPORARY VIEW go_hudi USING hudi OPTIONS (path '%s')`,
+				quoted))
+			df, err = spark.Sql(ctx, "SELECT id, v, ts, part FROM go_hudi")
+		} else {
+			reader := spark.Read().Format("hudi")
+			if options != "" {
+				for _, option := range strings.Split(options, ";") {
+					key, value, _ := strings.Cut(option, "=")
+					reader = reader.Option(key, value)
+				}
+			}
+			df, err = reader.Load(path)
+			must(err)
+			df, err = df.Select(ctx, functions.Col("id"), functions.Col("v"), functions.Col("ts"), functions.Col("part"))
+		}
+		must(err)
+		rows, err := df.Collect(ctx)
+		must(err)
+		for _, row := range rows {
+			line, err := json.Marshal(row.Values())
+			must(err)
+			fmt.Printf("%s\t%s\n", name, line)
+		}
+	}
+}
+
+func session(ctx context.Context, envFile string) sql.SparkSession {
+	env, err := readEnvFile(envFile)
+	must(err)
+	url, found := env["HUDI_CONNECT_SPARK_URL"]
+	if !found {
+		must(fmt.Errorf("%s names no HUDI_CONNECT_SPARK_URL (start the stack with the hudi service)", envFile))
+	}
+	spark, err := sql.NewSessionBuilder().Remote(url).Build(ctx) // the token travels as a header of the URL
+	must(err)
+	return spark
+}
+
 func main() {
+	ctx := context.Background()
+	if len(os.Args) >= 4 && os.Args[1] == "read" {
+		spark := session(ctx, os.Args[2])
+		defer spark.Stop()
+		readThroughDataSource(ctx, spark, os.Args[3], os.Args[4:])
+		return
+	}
 	if len(os.Args) != 4 {
 		must(fmt.Errorf("usage: go-client ENV_FILE TABLE_NAME TABLE_PATH"))
 	}
-	env, err := readEnvFile(os.Args[1])
-	must(err)
 	name, path := os.Args[2], os.Args[3]
-	url, found := env["HUDI_CONNECT_SPARK_URL"]
-	if !found {
-		must(fmt.Errorf("%s names no HUDI_CONNECT_SPARK_URL (start the stack with the hudi service)", os.Args[1]))
-	}
-	ctx := context.Background()
-	spark, err := sql.NewSessionBuilder().Remote(url).Build(ctx) // the token travels as a header of the URL
-	must(err)
+	spark := session(ctx, os.Args[1])
 	defer spark.Stop()
 
 	for _, statement := range []string{
