@@ -366,3 +366,50 @@ def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
                          capture_output=True, text=True, timeout=600)
     assert jvm.returncode == 0, jvm.stderr[-3000:]
     assert _program_rows(jvm.stdout) == expected
+
+
+def test_pushed_filters_prune_partitions_and_spark_applies_every_filter(spark4: SparkSession, reference: Path) -> None:
+    """From Spark 4.1 the data source prunes by the filters Spark pushes (the harness's servers enable it): only
+    partition filters prune, every filter is handed back for Spark to apply, and the rows are those of Spark's
+    own filter over the whole read. Spark 4.0 pushes nothing (no filter classes), and answers the same."""
+    from pyspark.sql.functions import col
+
+    from hudi_connect.core.format.read_options import ReadQuery
+    from pyspark_hudi.scan import read_split, scan_of
+    from pyspark_hudi.source import HudiPushdownReader, _arrow_schema
+
+    spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
+    path = str(reference / spec.name)
+    whole = TableReader(spark4, path).snapshot()
+    pushed = spark4.read.format("hudi").load(path).where("part = 'p0' AND id > 3")
+    assert _ours(pushed) == _ours(whole.where((col("part") == "p0") & (col("id") > 3)))
+    assert sum(_ours(pushed).values()) > 0
+
+    scan = scan_of(ReadQuery(path))
+    if not SPARK4_LINES[".".join(spark4.version.split(".")[:2])].pushes_filters_to_python:
+        with pytest.raises(ImportError):
+            from pyspark.sql.datasource import EqualTo
+        return
+    from pyspark.sql.datasource import EqualTo, GreaterThan, In, Not
+
+    def files(reader: HudiPushdownReader) -> list[tuple[str, str]]:
+        return [(row.partition, name) for split in reader.partitions() for row in split.value
+                for name in [row.base_file, *row.log_files] if name]
+
+    filters = [EqualTo(("part",), "p0"), GreaterThan(("id",), 3)]
+    reader = HudiPushdownReader(scan)
+    assert list(reader.pushFilters(filters)) == filters  # Spark applies them all again
+    kept, all_files = files(reader), files(HudiPushdownReader(scan))
+    assert kept and {p for p, _ in kept} == {"part=p0" if "part=" in kept[0][0] else "p0"}
+    assert len(kept) < len(all_files)  # files read with the partition filter, and without
+    target = _arrow_schema(scan.schema)
+    rows = Counter(tuple(r[c] for c in DATA_COLUMNS) for split in reader.partitions()
+                   for batch in read_split(scan, split.value, target) for r in batch.to_pylist())
+    assert +Counter({k: v for k, v in rows.items() if k[0] > 3}) == _ours(pushed)
+
+    negated = HudiPushdownReader(scan)
+    negated.pushFilters([Not(In(("part",), ("p0",)))])
+    assert "p0" not in {p.split("=")[-1] for p, _ in files(negated)} and files(negated)
+    unprunable = HudiPushdownReader(scan)
+    unprunable.pushFilters([GreaterThan(("id",), 3)])  # not a partition column: nothing pruned
+    assert len(files(unprunable)) == len(all_files)

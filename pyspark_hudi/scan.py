@@ -7,6 +7,7 @@ picklable: the workers' read settings and the file slices of each split.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,12 +19,14 @@ from pyspark.sql.types import StringType, StructField, StructType
 from hudi_connect.core.errors import UnsupportedOperationError
 from hudi_connect.core.executor.contracts import SliceRow
 from hudi_connect.core.executor.file_access import LocalFileAccess
+from hudi_connect.core.executor.listing import PartitionFilter
 from hudi_connect.core.executor.refusals import worker_body
 from hudi_connect.core.executor.slices import SliceReadConfig, read_slice
+from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.read_options import QueryType, ReadQuery
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN
 from hudi_connect.reader.table_reader import PlannedRead, TableReader
-from hudi_connect.spec.file_index import balanced_splits
+from hudi_connect.spec.file_index import balanced_splits, conjunction
 
 # splits per core of the planning worker's machine: enough for Spark to balance uneven slices
 SPLITS_PER_CORE = 2
@@ -38,6 +41,25 @@ class Scan:
     splits: tuple[tuple[SliceRow, ...], ...]
     string_columns: tuple[str, ...] = ()  # read as strings of their stored values (Hudi's Spark reader does)
     commit_range: tuple[str, str | None] | None = None
+    partitions: PartitionFilter | None = None  # how partition paths read, for pruning by pushed filters
+
+    @property
+    def prunable_columns(self) -> tuple[str, ...]:
+        """The partition columns pushed filters may prune by: not those read as strings (compared as strings, an
+        order their stored values do not keep), nor those whose path values are not column values."""
+        if self.partitions is None:
+            return ()
+        return tuple(f for f in self.partitions.fields
+                     if f not in self.string_columns and f not in self.partitions.opaque)
+
+    def pruned(self, predicates: Sequence[Expression]) -> Scan:
+        """The scan without the slices of partitions where ``predicates`` hold for no row."""
+        if not predicates or self.partitions is None:
+            return self
+        keep = dataclasses.replace(self.partitions, predicate=conjunction(predicates))
+        splits = tuple(kept for kept in (tuple(r for r in split if keep.keeps(r.partition)) for split in self.splits)
+                       if kept)
+        return dataclasses.replace(self, splits=splits)
 
 
 def scan_of(query: ReadQuery, *, splits: int | None = None) -> Scan:
@@ -61,7 +83,8 @@ def scan_of(query: ReadQuery, *, splits: int | None = None) -> Scan:
     groups = balanced_splits(plan.slices, min(count, max(1, len(plan.slices))))
     rows = tuple(tuple(SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
                                 [f.name for f in s.log_files]) for s in group) for group in groups)
-    return Scan(schema, reader.read_config(read), rows, plan.string_columns, plan.commit_range)
+    partitions = reader.index.partition_filter(plan.record_schema, None)
+    return Scan(schema, reader.read_config(read), rows, plan.string_columns, plan.commit_range, partitions)
 
 
 def _planned_with(reader: TableReader, query: ReadQuery) -> PlannedRead:

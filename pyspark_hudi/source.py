@@ -8,8 +8,11 @@ the reader to every task; each split travels with its own task only).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -18,6 +21,7 @@ from pyspark.sql.types import StructType
 
 from hudi_connect.core.errors import SchemaMismatchError
 from hudi_connect.core.format.read_options import read_query
+from pyspark_hudi.filters import pruning_predicates
 from pyspark_hudi.scan import Scan, read_split, scan_of
 
 
@@ -41,7 +45,7 @@ class HudiDataSource(DataSource):
         if schema != scan.schema:  # a schema the user gave (schema() then never ran)
             raise SchemaMismatchError(f"the schema given to format('hudi') is not the table's: {schema.simpleString()}"
                                       f" given, {scan.schema.simpleString()} read; leave it out")
-        return HudiReader(scan)
+        return (HudiPushdownReader if filter_pushdown() else HudiReader)(scan)
 
 
 class Split(InputPartition):
@@ -52,23 +56,41 @@ class HudiReader(DataSourceReader):
     """Reads a :class:`~pyspark_hudi.scan.Scan`'s splits, one task each."""
 
     def __init__(self, scan: Scan) -> None:
-        self._splits = scan.splits
-        # what every task needs, without the splits (each travels with its own task)
-        self._scan = Scan(scan.schema, scan.config, (), scan.string_columns, scan.commit_range)
+        self._scan = scan
 
     def __getstate__(self) -> dict[str, object]:
         # Spark pickles the reader into the read function before it asks for the partitions: each split
         # travels with its own task only
-        return {**self.__dict__, "_splits": ()}
+        return {**self.__dict__, "_scan": dataclasses.replace(self._scan, splits=())}
 
     def partitions(self) -> list[InputPartition]:
         """One split of file slices per task."""
-        return [Split(rows) for rows in self._splits] or [Split(())]
+        return [Split(rows) for rows in self._scan.splits] or [Split(())]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The merged records of one split's file slices."""
         target = _arrow_schema(self._scan.schema)
         yield from read_split(self._scan, partition.value, target)
+
+
+class HudiPushdownReader(HudiReader):
+    """:class:`HudiReader` that prunes partitions by the filters Spark pushes (Spark 4.1+, where the server enables
+    ``spark.sql.python.filterPushdown.enabled``: see :func:`filter_pushdown`)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        """Prune by the filters on partition columns; every filter is returned, so Spark applies it to the rows."""
+        self._scan = self._scan.pruned(pruning_predicates(filters, self._scan.prunable_columns))
+        return filters
+
+
+PUSHDOWN_ENV = "HUDI_CONNECT_FILTER_PUSHDOWN"
+
+
+def filter_pushdown() -> bool:
+    """Whether the server enabled pushdown for this data source: ``HUDI_CONNECT_FILTER_PUSHDOWN=true`` in its
+    environment, set beside ``spark.sql.python.filterPushdown.enabled=true`` (Spark refuses a reader that takes
+    pushed filters when that conf is off, and a data source cannot read it)."""
+    return os.environ.get(PUSHDOWN_ENV, "").strip().lower() == "true"
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:

@@ -252,6 +252,10 @@ def spark_env(extra: Mapping[str, str] | None = None, home: Path | None = None) 
 
 # hudi-connect's format("hudi") data source and the library it runs, as a plain Spark 4 server's Python finds them
 DATA_SOURCE_PACKAGES = ("pyspark_hudi", "hudi_connect")
+# From Spark 4.1 a Python data source may prune by the filters Spark pushes, once the server enables it; the data
+# source is told in its environment, as it cannot read the conf (pyspark_hudi.source.filter_pushdown)
+PUSHDOWN_CONFS = {"spark.sql.python.filterPushdown.enabled": "true"}
+PUSHDOWN_ENV = {"HUDI_CONNECT_FILTER_PUSHDOWN": "true"}
 
 
 def data_source_path(work_dir: Path) -> Path | None:
@@ -302,12 +306,13 @@ def start_spark_connect(
     python = provision.ensure_spark4_server(line) if line else provision.ensure_server_python()
     home = provision.spark4_home(python) if line else spark_home()
     worker_python = str(python)
-    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, storages=storages,
-                                metastore=metastore, master=master, worker_python=worker_python, extra=extra_confs,
-                                jit=jit)
-    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python,
-                     **storage_env(minio, storages)}, home=home)
     source = data_source_path(work_dir) if line is not None else None
+    pushdown = source is not None and line is not None and line.pushes_filters_to_python
+    confs = render_server_confs(flavor, port=port, work_dir=work_dir, minio=minio, storages=storages,
+                                metastore=metastore, master=master, worker_python=worker_python,
+                                extra={**(PUSHDOWN_CONFS if pushdown else {}), **(extra_confs or {})}, jit=jit)
+    env = spark_env({"HUDI_CONNECT_SERVER_TOKEN": token, "PYSPARK_PYTHON": worker_python,
+                     **storage_env(minio, storages), **(PUSHDOWN_ENV if pushdown else {})}, home=home)
     if source is not None:  # Spark 4 registers the Python data sources it finds at start
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)
     log = work_dir / "server.log"

@@ -250,6 +250,11 @@ class SparkLine:
     worker_packages: tuple[str, ...]  # the workers' Python besides pyspark: numpy 2, like the client line
 
     @property
+    def pushes_filters_to_python(self) -> bool:
+        """Whether Spark pushes filters to Python data sources on this line (from 4.1, SPARK-51271)."""
+        return tuple(int(part) for part in self.name.split(".")) >= (4, 1)
+
+    @property
     def flavor(self) -> str:
         """The server flavour of this line's plain Connect server (``plain-4.1``)."""
         return f"plain-{self.name}"
