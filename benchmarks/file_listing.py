@@ -41,8 +41,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from side_by_side import hudi_and_plain_sessions, interleaved, sizes
 
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 
 SCHEMA = "id long, name string, part string, ts long"
 FILES_PER_PARTITION = 10

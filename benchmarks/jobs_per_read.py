@@ -32,8 +32,8 @@ from hudi_connect.client.server import connect
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 
 
 def write_tables(hudi: SparkSession, root: Path, rows: int) -> dict[str, tuple[str, Any]]:

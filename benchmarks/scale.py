@@ -61,8 +61,8 @@ from hudi_connect.client.server import connect
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
-from hudi_connect.spec import FileIndex, col
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex, col
 
 SCHEMA = "id long, name string, part string, ts long"
 OPTIONS = {
@@ -84,7 +84,7 @@ from hudi_connect.client import server
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
-from hudi_connect.spec import FileIndex, col
+from hudi_connect.table_spec import FileIndex, col
 def high_water_kb():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))

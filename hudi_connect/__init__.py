@@ -73,7 +73,10 @@ from hudi_connect.core.format.table_config import CdcLoggingMode, MetadataPartit
 from hudi_connect.core.format.timeline import Action, Instant, InstantState, Timeline, instant_time_of
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import BatchResult, Checkpoint, FileSink, KafkaSink, PostgresSink, ReverseStream
-from hudi_connect.spec import (
+from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table.recovery import RecoveryReport
+from hudi_connect.table.write_outcome import WriteOutcome, WriteState
+from hudi_connect.table_spec import (
     Expression,
     FileIndex,
     PartitionIncrementalSnapshot,
@@ -84,9 +87,6 @@ from hudi_connect.spec import (
     fn,
     lit,
 )
-from hudi_connect.table.hudi_table import HudiTable
-from hudi_connect.table.recovery import RecoveryReport
-from hudi_connect.table.write_outcome import WriteOutcome, WriteState
 
 __version__ = "0.1.0"
 

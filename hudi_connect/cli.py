@@ -248,7 +248,7 @@ def _changes(args: argparse.Namespace) -> None:
 
 def _files(args: argparse.Namespace) -> None:
     from hudi_connect.core.format.spec_models import slice_bytes
-    from hudi_connect.spec import FileIndex
+    from hudi_connect.table_spec import FileIndex
 
     slices: list[dict[str, Any]] = []
     with _session(args) as spark:

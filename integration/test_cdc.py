@@ -27,8 +27,8 @@ from hudi_connect.core.errors import ServerMisconfiguredError
 from hudi_connect.core.executor import file_access
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import col
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import col
 
 CDC_IN_CI: set[tuple[str, str]] = set()  # CI runs MOR OP_KEY_ONLY in the container leg (its time budget)
 RANDOM_IN_CI = {("COPY_ON_WRITE", "OP_KEY_ONLY"), ("MERGE_ON_READ", "DATA_BEFORE_AFTER")}

@@ -34,8 +34,8 @@ from hudi_connect.core.errors import HistoryUnavailableError, UnsupportedTableFe
 from hudi_connect.core.format.table_features import partial_updates, unsupported_features
 from hudi_connect.core.format.timeline import Timeline
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 from integration.conformance_matrix import DIMENSIONS, Cell, cells, ci_slice, write_history
 
 ALL_CELLS = cells()

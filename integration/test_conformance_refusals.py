@@ -23,7 +23,7 @@ from hudi_connect.core.format.table_config import parse_java_properties
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
-from hudi_connect.spec import FileIndex, RecordIndex
+from hudi_connect.table_spec import FileIndex, RecordIndex
 
 
 def with_property(base: Path, key: str, value: str, also: dict[str, str] | None = None) -> None:

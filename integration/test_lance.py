@@ -19,8 +19,8 @@ from pyspark.sql import SparkSession
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 from integration.conformance_matrix import Cell, write_history
 from integration.test_conformance_matrix import IGNORED, assert_equal_reads, change_events, multiset
 

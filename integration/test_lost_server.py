@@ -23,7 +23,7 @@ from hudi_connect.cli import main
 from hudi_connect.core.format.expressions import col
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
-from hudi_connect.spec import FileIndex
+from hudi_connect.table_spec import FileIndex
 from integration.killable import Kill, KillableServer, TimelineWatch
 
 BOUND = 10.0  # the tests' server_timeout; the default is 30 s

@@ -28,8 +28,8 @@ from hudi_connect.client.server import connect
 from hudi_connect.core.errors import UnsupportedOperationError
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader, table_reader
-from hudi_connect.spec import col
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import col
 
 FIXTURES = [n for n in fixture_names() if n != "cow_v6_empty"]
 

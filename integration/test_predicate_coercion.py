@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from hudi_connect.core.format.expressions import ColumnRange, partition_may_match, stats_may_match
-from hudi_connect.spec.user_predicates import translate
+from hudi_connect.table_spec.user_predicates import translate
 from integration.differential.runner import client_zone, pyspark_column
 from integration.differential.scenario import ours, sql_text
 

@@ -23,7 +23,7 @@ from hudi_connect.core.format.bootstrap import FULL_BOOTSTRAP_INSTANT, METADATA_
 from hudi_connect.core.format.fs_view import FileSlice
 from hudi_connect.core.format.log.format import HeaderKey, read_log_blocks
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex
+from hudi_connect.table_spec import FileIndex
 from integration.differential.scenario import Record, Request, Scenario, Service, Shape, Write
 from integration.test_silent_answers import run, shape
 

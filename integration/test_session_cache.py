@@ -29,8 +29,8 @@ from hudi_connect.core.format.table_config import MetadataPartition, parse_java_
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import ReverseStream
 from hudi_connect.reverse.sinks import FileSink
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 
 SCHEMA = "id int, v string, ts int, part string"
 

@@ -49,8 +49,8 @@ from hudi_connect.core.errors import InvalidInstantError, ServerMisconfiguredErr
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStream
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 from hudi_connect_stack import provision
 from integration.reverse_stream_model import cdc_changes, kafka_changes, postgres_rows, replay_files
 from integration.test_table_fixtures import rows_of_hudi_rs

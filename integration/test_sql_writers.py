@@ -20,8 +20,8 @@ from hudi_connect.cdc import ChangeQuery
 from hudi_connect.core.format.expressions import col
 from hudi_connect.core.format.log.format import HeaderKey, read_log_blocks
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 
 
 def _records(df: DataFrame) -> Counter[tuple[Any, ...]]:

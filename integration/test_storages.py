@@ -47,8 +47,8 @@ from hudi_connect.client.server import connect
 from hudi_connect.core.errors import StorageAccessError
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
-from hudi_connect.spec import FileIndex, RecordIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex, RecordIndex
 from integration.conformance_matrix import Cell, write_history
 from integration.reverse_stream_model import SCHEMA, History, replay_files
 from integration.test_conformance_matrix import assert_equal_reads

@@ -31,8 +31,8 @@ from hudi_connect.core.executor import file_access
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex, RecordIndex, col, to_spark
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex, RecordIndex, col, to_spark
 
 METADATA_FIXTURES = ["cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta", "cow_v9_txns_simple_overwrite"]
 SCHEMA = "id int, v string, ts long, part string"
@@ -248,7 +248,7 @@ def test_fixture_storage_listing_in_the_timeline_task_equals_the_streamed_listin
 MEMORY_PROBE = """
 import json, sys
 from hudi_connect.client.server import connect
-from hudi_connect.spec import FileIndex
+from hudi_connect.table_spec import FileIndex
 def high_water_kb():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))

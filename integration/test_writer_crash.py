@@ -40,10 +40,10 @@ from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.core.format.timeline import InstantState
 from hudi_connect.reader import TableReader
 from hudi_connect.reverse import FileSink, ReverseStream
-from hudi_connect.spec.file_index import FileIndex
-from hudi_connect.spec.record_index import RecordIndex
 from hudi_connect.table.recovery import plan_recovery
 from hudi_connect.table.write_outcome import WriteState, write_outcome
+from hudi_connect.table_spec.file_index import FileIndex
+from hudi_connect.table_spec.record_index import RecordIndex
 from integration.killable import Kill, KillableServer, TimelineWatch
 
 SCHEMA = "id int, v string, ts long, part string"

@@ -21,8 +21,8 @@ from hudi_connect.cdc import ChangeQuery
 from hudi_connect.core.errors import HistoryUnavailableError
 from hudi_connect.core.format.timeline import Instant
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex
 from hudi_connect.table.hudi_table import HudiTable
+from hudi_connect.table_spec import FileIndex
 from integration.conformance_matrix import SCHEMA, Cell, _row, release_cells, write_history, writer_options
 from integration.differential.runner import time_travel_torn_by_compaction
 from integration.test_conformance_matrix import IGNORED, assert_equal_reads, change_events, multiset

@@ -26,7 +26,7 @@ from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.read_options import QueryType, ReadQuery
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN
 from hudi_connect.reader.table_reader import PlannedRead, TableReader
-from hudi_connect.spec.file_index import balanced_splits, conjunction
+from hudi_connect.table_spec.file_index import balanced_splits, conjunction
 
 # splits per core of the planning worker's machine: enough for Spark to balance uneven slices
 SPLITS_PER_CORE = 2

@@ -10,7 +10,7 @@ import hudi_connect
 from hudi_connect.core.errors import HudiConnectError
 
 HARNESS = ("hudi_connect_stack", "hudi_connect_stack.testing", "hudi_connect_stack.local", "hudi_connect.demo")
-ENTRY_PACKAGES = ("hudi_connect.cdc", "hudi_connect.reverse", "hudi_connect.spec")
+ENTRY_PACKAGES = ("hudi_connect.cdc", "hudi_connect.reverse", "hudi_connect.table_spec")
 # what the entry packages export for their own plumbing or tests, not for users (RFC-64's split helpers, CDC's
 # inference cases)
 INTERNAL = {"CdcInferenceCase", "CdcSplit", "infer_splits", "CheckpointStore", "ColumnRange", "FileGroup",

@@ -24,7 +24,7 @@ from hudi_connect.core.format.fs_view import (
     recorded_rows,
 )
 from hudi_connect.core.format.timeline import Timeline, parse_instant_file_name
-from hudi_connect.spec.file_index import _listed_partitions
+from hudi_connect.table_spec.file_index import _listed_partitions
 
 
 def test_file_names_parse() -> None:

@@ -27,7 +27,7 @@ from hudi_connect.core.format.expressions import (
 )
 from hudi_connect.core.format.fs_view import BaseFile, FileSlice
 from hudi_connect.core.format.spec_models import PartitionDescriptor
-from hudi_connect.spec.file_index import balanced_splits
+from hudi_connect.table_spec.file_index import balanced_splits
 
 values = st.one_of(st.none(), st.integers(-5, 5))
 rows = st.lists(st.fixed_dictionaries({"a": values, "b": values}), min_size=1, max_size=8)

@@ -131,7 +131,7 @@ def test_a_scheme_without_a_client_is_refused_before_the_server_is_asked() -> No
     from hudi_connect.client.remote_files import run_storage_ops
     from hudi_connect.core.executor.object_store import StorageOp
     from hudi_connect.reader import TableReader
-    from hudi_connect.spec import FileIndex, RecordIndex
+    from hudi_connect.table_spec import FileIndex, RecordIndex
 
     # a session whose server does not exist: any call to it would fail as a lost server, not as this refusal
     nowhere = SparkSession(f"sc://127.0.0.1:{free_port()}")  # (the builder would set its options there)

@@ -27,7 +27,7 @@ from pyspark.sql.types import FloatType, StructType, TimestampNTZType
 from hudi_connect.core.format.expressions import Expression, col, evaluate, fn, lit
 from hudi_connect.core.format.fs_view import BaseFile, FileSlice
 from hudi_connect.reader import ReadPlan
-from hudi_connect.spec.user_predicates import Translation, describe, pruning_of, translate, translate_all
+from hudi_connect.table_spec.user_predicates import Translation, describe, pruning_of, translate, translate_all
 
 UTC = dt.UTC
 

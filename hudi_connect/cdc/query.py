@@ -72,9 +72,9 @@ from hudi_connect.core.format.table_features import check_column_types, check_ti
 from hudi_connect.core.format.table_schema import META_COLUMNS, record_schema
 from hudi_connect.core.format.timeline import Instant, Timeline, range_time
 from hudi_connect.reader import TableReader
-from hudi_connect.spec.file_index import conjunction
-from hudi_connect.spec.spark_columns import all_of
-from hudi_connect.spec.user_predicates import UserPredicates, as_sequence, translate_all
+from hudi_connect.table_spec.file_index import conjunction
+from hudi_connect.table_spec.spark_columns import all_of
+from hudi_connect.table_spec.user_predicates import UserPredicates, as_sequence, translate_all
 
 ChangeFormat = Literal["hudi", "typed", "debezium", "spark"]
 # Hudi writes every field of an image, nulls included

@@ -62,13 +62,13 @@ from hudi_connect.core.format.table_features import (
 )
 from hudi_connect.core.format.table_schema import COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, META_COLUMNS, record_schema
 from hudi_connect.core.format.timeline import Instant, Timeline, as_of_time, range_time
-from hudi_connect.spec.file_index import FileIndex, TableState
-from hudi_connect.spec.user_predicates import Translation, UserPredicates, conjuncts, describe, translate_all
+from hudi_connect.table_spec.file_index import FileIndex, TableState
+from hudi_connect.table_spec.user_predicates import Translation, UserPredicates, conjuncts, describe, translate_all
 
 log = logging.getLogger(__name__)
 MAX_PLANNED_SLICES = 20_000
 """The most file slices a read plans on the client. A read of more makes its slices on the executors
-(:meth:`~hudi_connect.spec.FileIndex.slice_rows`), so that the client holds no more than this many at any size
+(:meth:`~hudi_connect.table_spec.FileIndex.slice_rows`), so that the client holds no more than this many at any size
 of table, and the plan names no file."""
 
 
@@ -78,7 +78,7 @@ class ReadPlan:
 
     ``slices`` is None for a read of more than :data:`MAX_PLANNED_SLICES` slices: ``slice_rows`` then makes
     them on the executors, and they are not counted on the client. ``predicates`` are the read's predicates as
-    our tree (what of them translates, :mod:`~hudi_connect.spec.user_predicates`); ``filters`` the columns
+    our tree (what of them translates, :mod:`~hudi_connect.table_spec.user_predicates`); ``filters`` the columns
     Spark filters its rows with, the predicates as their users wrote them; ``untranslated`` the parts of
     those that only filter rows."""
 
@@ -160,7 +160,7 @@ class TableReader:
 
     Hudi's query types without Hudi's jars: snapshot, read-optimized, time travel (``as.of.instant``) and
     incremental (``hoodie.datasource.query.type``), each answered as Hudi 1.2's Spark datasource answers it,
-    on any Spark Connect server. Files are listed through RFC-64's :class:`~hudi_connect.spec.FileIndex`.
+    on any Spark Connect server. Files are listed through RFC-64's :class:`~hudi_connect.table_spec.FileIndex`.
 
     Example::
 

@@ -50,8 +50,6 @@ from hudi_connect.core.format.table_config import (
 )
 from hudi_connect.core.format.timeline import Instant, Timeline
 from hudi_connect.reader import TableReader
-from hudi_connect.spec import FileIndex, RecordIndex
-from hudi_connect.spec.user_predicates import UserPredicates
 from hudi_connect.table import concurrency, services
 from hudi_connect.table import options as opts
 from hudi_connect.table.hudi_reads import HudiReads, shown_columns
@@ -68,6 +66,8 @@ from hudi_connect.table.recovery import (
 )
 from hudi_connect.table.schema_check import check_write_schema, ensure_columns, ensure_no_null_keys
 from hudi_connect.table.write_outcome import WRITE_ID_OPTION, WriteOutcome, WriteState, new_write_id, write_outcome
+from hudi_connect.table_spec import FileIndex, RecordIndex
+from hudi_connect.table_spec.user_predicates import UserPredicates
 
 if TYPE_CHECKING:
     from hudi_connect.reverse.changes import StreamMode

@@ -69,7 +69,7 @@ from hudi_connect.core.format.table_features import (
 )
 from hudi_connect.core.format.table_schema import record_schema
 from hudi_connect.core.format.timeline import Instant, Timeline, as_of_time
-from hudi_connect.spec.user_predicates import UserPredicates, pruning_of
+from hudi_connect.table_spec.user_predicates import UserPredicates, pruning_of
 
 
 @dataclass
@@ -172,7 +172,7 @@ class FileIndex:
 
     RFC-64's Table Spec API ``FileIndex``: the file slices a reader should read at an instant
     (:meth:`list_files_at`) or for Hudi's incremental range (:meth:`list_files_between`), one
-    :class:`~hudi_connect.spec.PartitionSnapshot` per partition, pruned by partition values and by column
+    :class:`~hudi_connect.table_spec.PartitionSnapshot` per partition, pruned by partition values and by column
     statistics (the metadata table's ``column_stats``, else Parquet footers).
 
     Example::
@@ -380,7 +380,7 @@ class FileIndex:
         """The file slices to read at ``instant`` (a requested time; default the latest), partition by partition.
 
         ``predicates``: our tree, Spark Connect Columns or SQL strings; what of them our tree expresses
-        prunes (:func:`~hudi_connect.spec.user_predicates.translate`), and a reader filters the rows with them.
+        prunes (:func:`~hudi_connect.table_spec.user_predicates.translate`), and a reader filters the rows with them.
         ``state`` pins the timeline a caller already read, so that its read and this listing agree.
         """
         as_of = None if instant is None else as_of_time(resolve_instant(self._spark, self.view.properties, instant))

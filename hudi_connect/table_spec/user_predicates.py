@@ -2,7 +2,7 @@
 
 A read takes a predicate in three spellings: our own tree (``col("city") == "paris"``), a Spark Connect
 ``Column`` (``F.col("city") == "paris"``) or a SQL string (``"city = 'paris' AND amount BETWEEN 10 AND 20"``,
-read with sqlglot's Spark dialect: :mod:`~hudi_connect.spec.sql_predicates`). Spark filters the rows with
+read with sqlglot's Spark dialect: :mod:`~hudi_connect.table_spec.sql_predicates`). Spark filters the rows with
 the predicate as the user wrote it (:attr:`Translation.filter`); pruning partitions and files needs our tree
 (:attr:`Translation.pruning`), which the executors evaluate without pyspark.
 
@@ -42,8 +42,8 @@ from hudi_connect.core.format.expressions import (
     Not,
     Or,
 )
-from hudi_connect.spec.spark_columns import to_spark
-from hudi_connect.spec.sql_predicates import (
+from hudi_connect.table_spec.spark_columns import to_spark
+from hudi_connect.table_spec.sql_predicates import (
     Parts,
     Untranslatable,
     function_call,
@@ -68,7 +68,7 @@ class Translation:
 
     ``pruning``: what prunes partitions and files (the whole predicate, or for an AND its translatable
     conjuncts; None when no part translates); ``filter``: the column Spark filters the rows with (the user's
-    own ``Column``, ``F.expr(sql)`` for a SQL string, :func:`~hudi_connect.spec.to_spark` of our tree);
+    own ``Column``, ``F.expr(sql)`` for a SQL string, :func:`~hudi_connect.table_spec.to_spark` of our tree);
     ``untranslated``: the parts that only filter rows, as text (for ``explain``).
     """
 

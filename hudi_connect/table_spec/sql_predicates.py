@@ -1,6 +1,6 @@
 """SQL predicates (``"city = 'paris' AND amount BETWEEN 10 AND 20"``) read with sqlglot's Spark dialect and
 translated to our expression tree, and the rules all user predicates translate by
-(:mod:`~hudi_connect.spec.user_predicates`, which Spark Connect Columns go through too).
+(:mod:`~hudi_connect.table_spec.user_predicates`, which Spark Connect Columns go through too).
 
 A part that does not translate raises :class:`Untranslatable`; :func:`split` drops such a part only as a
 conjunct of an AND. Literals are typed as Spark types them: ``1`` an integer, ``1.5`` a decimal, ``1e3`` a

@@ -10,9 +10,9 @@ from hudi_connect.core.format.spec_models import (
     TableDefinition,
     TableId,
 )
-from hudi_connect.spec.file_index import FileIndex, ListingCounts, balanced_splits
-from hudi_connect.spec.record_index import RecordIndex
-from hudi_connect.spec.spark_columns import to_spark
+from hudi_connect.table_spec.file_index import FileIndex, ListingCounts, balanced_splits
+from hudi_connect.table_spec.record_index import RecordIndex
+from hudi_connect.table_spec.spark_columns import to_spark
 
 __all__ = [
     "ColumnRange", "Expression", "FileGroup", "FileIndex", "ListingCounts", "PartitionDescriptor",
