@@ -684,6 +684,8 @@ def _on_spark4(spark4: Spark4Reader, table: HudiTable, pair: Any, request: Reque
     answer = spark4.compare(Question(table.base_path, request, commits, table.properties.ranges_by_completion,
                                      copy, url_encoded, where))
     outcome.spark4[answer.kind] += 1
+    if answer.data_source is not None:
+        outcome.spark4[f"format('hudi') {answer.data_source}"] += 1
     if answer.difference is not None:
         outcome.differences.append(answer.difference)
 

@@ -12,8 +12,10 @@ Questions and answers cross the child's stdin and stdout pickled (both ends run 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
+import re
 import subprocess
 import sys
 import traceback
@@ -26,17 +28,19 @@ from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import SparkSession
 
 from hudi_connect import library_errors
-from hudi_connect.core.format.timeline import Instant
+from hudi_connect.core.format.read_options import AS_OF_INSTANT, BEGIN_INSTANT, END_INSTANT, QUERY_TYPE
+from hudi_connect.core.format.timeline import Instant, range_time
 from integration.differential.runner import (
     REFUSALS,
     _difference,
     _rows,
     _their_rows,
     client_zone,
+    pyspark_column,
     read_pair,
     session_zone,
 )
-from integration.differential.scenario import Request
+from integration.differential.scenario import Request, sql_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,6 +62,9 @@ class Question:
 class Answer:
     kind: str  # "equal", "refused: <class>", "refused by Spark in both: ...", "different"
     difference: str | None = None
+    # the same request through format("hudi") on the same server, held to ours: "equal", "refused: <class>",
+    # or None where not asked (a change query, instants by moment: options the data source does not take)
+    data_source: str | None = None
 
 
 def answer(spark: SparkSession, question: Question) -> Answer:
@@ -88,9 +95,55 @@ def answer(spark: SparkSession, question: Question) -> Answer:
         return Answer("different", f"{question.where}: {request}\n  Spark 4 refused Hudi's rows so filtered "
                                    f"({theirs}) where ours answered")
     if mine == theirs:
-        return Answer("equal")
+        return _through_data_source(spark, question, mine, Answer("equal"))
     return Answer("different", _difference(f"{question.where}, on Spark 4 (Hudi 1.2's rows filtered there)",
                                            request, mine, theirs))
+
+
+def _through_data_source(spark: SparkSession, question: Question, mine: Any, settled: Answer) -> Answer:
+    """``settled`` with the request read again through ``format("hudi")`` (the Python data source the plain server
+    registered) in Hudi's own options, filtered by Spark as a user filters it: equal to ours (which equals the
+    oracle), or refused by name; anything else is a difference."""
+    request = question.request
+    options = _hudi_options(question)
+    if options is None:
+        return settled
+    with client_zone(request.zone), session_zone([spark], request.session_zone):
+        df = spark.read.format("hudi").options(**options).load(question.path)
+        if request.predicate is not None:
+            df = df.where(sql_text(request.predicate) if request.spelling == "sql"
+                          else pyspark_column(request.predicate))
+        try:
+            through = _rows(df)
+        except (SparkConnectException, PySparkException) as error:
+            named = re.search(r"hudi_connect\.core\.errors\.(\w+)", str(error))
+            if named:
+                return dataclasses.replace(settled, data_source=f"refused: {named.group(1)}")
+            return Answer("different", f"{question.where}: {request}\n  format('hudi') failed where ours answered: "
+                                       f"{str(error).splitlines()[0][:300]}")
+    if through == mine:
+        return dataclasses.replace(settled, data_source="equal")
+    return Answer("different", _difference(f"{question.where}, through format('hudi') on Spark 4 (ours there)",
+                                           request, through, mine))
+
+
+def _hudi_options(question: Question) -> dict[str, str] | None:
+    """Hudi's read options for the request, or None where the data source takes none (change queries, instants
+    named by moment)."""
+    request = question.request
+    if request.kind == "snapshot":
+        return {}
+    if request.kind == "read_optimized":
+        return {QUERY_TYPE: "read_optimized"}
+    if request.kind == "changes" or request.by_moment:
+        return None
+    end = question.commits[request.commit]
+    if request.kind == "as_of":
+        return {AS_OF_INSTANT: end.requested_time}
+    begin = "earliest" if request.begin == 0 else range_time(question.commits[request.begin - 1],
+                                                              by_completion=question.ranges_by_completion)
+    return {QUERY_TYPE: "incremental", BEGIN_INSTANT: begin,
+            END_INSTANT: range_time(end, by_completion=question.ranges_by_completion)}
 
 
 def _without_ansi(spark: SparkSession, question: Question) -> Any:
