@@ -378,7 +378,8 @@ def _add_stack_commands(commands: Any) -> None:
     up.add_argument("--services", default=",".join(DEFAULT_SERVICES),
                     help=f"comma-separated, of {', '.join(SERVICES)} (hudi and plain: the two Connect servers; "
                          "*-storages: Connect servers that also reach gcs, azurite and hdfs, which they start; "
-                         "*-metastore: Connect servers keeping their catalog in hive-metastore, which they start) "
+                         "*-metastore: Connect servers keeping their catalog in hive-metastore, which they start; "
+                         "spark4: a plain Spark 4.3 server with format('hudi') for clients in any language) "
                          "(default: %(default)s)")
     up.add_argument("--backend", choices=["local", "docker"], default="local",
                     help="local processes, or containers (a Docker engine, or podman's started for the stack)")

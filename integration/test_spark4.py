@@ -25,7 +25,7 @@ import pytest
 from hudi import HudiTableBuilder
 from hudi_connect_stack.endpoints import KafkaEndpoint
 from hudi_connect_stack.provision import cache_dir
-from hudi_connect_stack.standalone import render_env_file
+from hudi_connect_stack.standalone import ENV_FILE, start_stack, stop_stack
 from hudi_connect_stack.testing.cdc_history import event_multiset, events
 from hudi_connect_stack.testing.compare import row_multiset
 from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
@@ -331,10 +331,10 @@ def _program_rows(stdout: str) -> dict[str, Counter[tuple[Any, ...]]]:
 def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
     spark4: SparkSession, spark4_server_url: str, reference: Path, tmp_path: Path
 ) -> None:
-    """A Go program (spark-connect-go) and a Java one (Spark's JVM Connect client of the server's line) read a
-    Hudi table through ``format("hudi")`` and SQL's ``USING hudi`` on the plain Spark 4 server: no jar, no
-    Python on their side. Their answers equal Hudi's (snapshot, time travel) and our reader's (incremental,
-    read-optimized)."""
+    """A Go program (spark-connect-go, on the server ``stack up --services spark4`` starts) and a Java one (Spark's
+    JVM Connect client of the server's line) read a Hudi table through ``format("hudi")`` and SQL's ``USING hudi``
+    on a plain Spark 4 server: no jar, no Python on their side. Their answers equal Hudi's (snapshot, time
+    travel) and our reader's (incremental, read-optimized)."""
     spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
     answers = load_answers(reference, spec)
     path = str(reference / spec.name)
@@ -349,10 +349,15 @@ def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
                 "incr": _ours(reader.incremental(begin)), "ro": _ours(reader.read_optimized())}
     assert all(sum(rows.values()) > 0 for rows in expected.values())
 
-    env_file = tmp_path / "stack.env"
-    env_file.write_text(render_env_file({"HUDI_CONNECT_SPARK_URL": spark4_server_url}))
-    go = subprocess.run([str(provision.go_program(GO_PROGRAM)), "read", str(env_file), path, *requests],
-                        capture_output=True, text=True, timeout=600)
+    # the Go program as a Go team runs it: against `stack up --services spark4`, the env file it wrote
+    stack_dir = tmp_path / "stack"
+    try:
+        stack = start_stack(stack_dir, ["spark4"])
+        assert stack.spark4 is not None and stack.spark4.url != spark4_server_url
+        go = subprocess.run([str(provision.go_program(GO_PROGRAM)), "read", str(stack_dir / ENV_FILE), path,
+                             *requests], capture_output=True, text=True, timeout=600)
+    finally:
+        assert "spark-connect-spark4" in stop_stack(stack_dir)
     assert go.returncode == 0, go.stderr[-3000:]
     assert _program_rows(go.stdout) == expected
 

@@ -5,8 +5,8 @@
 //
 // Usage: go-client ENV_FILE TABLE_NAME TABLE_PATH
 //
-// With "read" first, it reads a table through format("hudi") instead, on a plain Spark 4 server that runs
-// hudi-connect's Python data source (no Hudi jar): each REQUEST is NAME or NAME:key=value;key=value (Hudi's read
+// With "read" first, it reads a table through format("hudi") instead, on the stack's plain Spark 4 server
+// (HUDI_CONNECT_SPARK4_URL, `stack up --services spark4`) that runs hudi-connect's Python data source (no Hudi jar): each REQUEST is NAME or NAME:key=value;key=value (Hudi's read
 // options), NAME "sql" reading through CREATE TEMPORARY VIEW ... USING hudi; each row prints as NAME and a JSON
 // array of id, v, ts and part.
 //
@@ -107,12 +107,14 @@ func readThroughDataSource(ctx context.Context, spark sql.SparkSession, path str
 	}
 }
 
-func session(ctx context.Context, envFile string) sql.SparkSession {
+// session connects to the server the env file names under key (HUDI_CONNECT_SPARK_URL: the Hudi server;
+// HUDI_CONNECT_SPARK4_URL: the plain Spark 4 server with format("hudi")).
+func session(ctx context.Context, envFile, key string) sql.SparkSession {
 	env, err := readEnvFile(envFile)
 	must(err)
-	url, found := env["HUDI_CONNECT_SPARK_URL"]
+	url, found := env[key]
 	if !found {
-		must(fmt.Errorf("%s names no HUDI_CONNECT_SPARK_URL (start the stack with the hudi service)", envFile))
+		must(fmt.Errorf("%s names no %s (start the stack with its service)", envFile, key))
 	}
 	spark, err := sql.NewSessionBuilder().Remote(url).Build(ctx) // the token travels as a header of the URL
 	must(err)
@@ -122,7 +124,7 @@ func session(ctx context.Context, envFile string) sql.SparkSession {
 func main() {
 	ctx := context.Background()
 	if len(os.Args) >= 4 && os.Args[1] == "read" {
-		spark := session(ctx, os.Args[2])
+		spark := session(ctx, os.Args[2], "HUDI_CONNECT_SPARK4_URL")
 		defer spark.Stop()
 		readThroughDataSource(ctx, spark, os.Args[3], os.Args[4:])
 		return
@@ -131,7 +133,7 @@ func main() {
 		must(fmt.Errorf("usage: go-client ENV_FILE TABLE_NAME TABLE_PATH"))
 	}
 	name, path := os.Args[2], os.Args[3]
-	spark := session(ctx, os.Args[1])
+	spark := session(ctx, os.Args[1], "HUDI_CONNECT_SPARK_URL")
 	defer spark.Stop()
 
 	for _, statement := range []string{

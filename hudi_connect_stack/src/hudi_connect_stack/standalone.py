@@ -32,14 +32,18 @@ from hudi_connect_stack.endpoints import (
 from hudi_connect_stack.engine import stop_started_engine, use_started_engine
 from hudi_connect_stack.provision import provision
 from hudi_connect_stack.shared import SharedServices
+from hudi_connect_stack.spark_connect import start_spark_connect
 
 # hudi and plain: the two Spark Connect servers; gcs, azurite and hdfs: the storage servers beside MinIO;
 # hudi-storages and plain-storages: Connect servers that also reach those three (and start them)
 # hive-metastore: the Hive Metastore (on the stack's PostgreSQL); hudi-metastore and plain-metastore: Connect
 # servers keeping their catalog there (and starting it)
 # zookeeper: the lock writers on several servers share (a process, or a container of the Spark image)
+# spark4: a plain Spark 4.3 server whose Python carries format("hudi") (hudi-connect's data source) for clients of
+# any language; a local process on either backend (no image holds Spark 4), its 450 MB provisioned on first use
 SERVICES = ("minio", "kafka", "postgres", "hudi", "plain", "gcs", "azurite", "hdfs", "hudi-storages",
-            "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore", "zookeeper")
+            "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore", "zookeeper", "spark4")
+SPARK4_SERVICE_LINE = "4.3"
 DEFAULT_SERVICES = ("minio", "kafka", "postgres", "hudi", "plain")
 STORAGES = ("gcs", "azurite", "hdfs")
 STORAGE_SERVERS: tuple[SparkFlavor, ...] = ("hudi-storages", "plain-storages")
@@ -73,6 +77,7 @@ class StackEndpoints:
     hudi_metastore: SparkConnectEndpoint | None = None
     plain_metastore: SparkConnectEndpoint | None = None
     zookeeper: ZooKeeperEndpoint | None = None
+    spark4: SparkConnectEndpoint | None = None
 
 
 def env_of(stack: StackEndpoints) -> dict[str, str]:
@@ -112,6 +117,8 @@ def env_of(stack: StackEndpoints) -> dict[str, str]:
         env["HUDI_CONNECT_PLAIN_METASTORE_SPARK_URL"] = stack.plain_metastore.url
     if stack.zookeeper is not None:
         env["HUDI_CONNECT_ZOOKEEPER"] = stack.zookeeper.connect_string
+    if stack.spark4 is not None:
+        env["HUDI_CONNECT_SPARK4_URL"] = stack.spark4.url
     return env
 
 
@@ -154,6 +161,8 @@ def start_stack(
         needed.append("postgres")
     if {"gcs", "azurite"} & set(services):
         needed.append("storage-servers")  # fake-gcs-server and Azurite (the HDFS daemons' jars come with "jars")
+    if "spark4" in services:
+        needed.append(f"spark-{SPARK4_SERVICE_LINE}")
     provision(needed)
     chosen = choose_backend(backend, run_dir, mounts)
     shared = SharedServices(run_dir)
@@ -192,6 +201,9 @@ def start_stack(
         hudi_metastore=server("hudi-metastore"),
         plain_metastore=server("plain-metastore"),
         zookeeper=shared.get("zookeeper", ZooKeeperEndpoint, chosen.zookeeper) if "zookeeper" in services else None,
+        spark4=shared.get("spark-connect-spark4", SparkConnectEndpoint,
+                          lambda directory: start_spark_connect(directory, f"plain-{SPARK4_SERVICE_LINE}"))
+        if "spark4" in services else None,
     )
     env = env_of(stack)
     (run_dir / ENV_FILE).write_text(render_env_file(env))
