@@ -421,3 +421,31 @@ def test_pushed_filters_prune_partitions_and_spark_applies_every_filter(spark4: 
     unprunable = HudiPushdownReader(scan)
     unprunable.pushFilters([GreaterThan(("id",), 3)])  # not a partition column: nothing pruned
     assert len(files(unprunable)) == len(all_files)
+
+
+def test_a_stream_of_the_tables_commits_lands_once_in_a_file_sink(spark4: SparkSession, reference: Path,
+                                                                   tmp_path: Path) -> None:
+    """``readStream.format("hudi")`` into Spark's Parquet sink with a checkpoint (trigger availableNow): from the
+    earliest offset it lands what our incremental read from the earliest returns; run again on its checkpoint it
+    adds nothing; from the latest nothing; from a commit's completion what the incremental read from there
+    returns. Spark's own file sink reads its output back."""
+    spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
+    answers = load_answers(reference, spec)
+    path = str(reference / spec.name)
+    reader = TableReader(spark4, path)
+
+    def stream(name: str, start: str) -> Counter[tuple[Any, ...]]:
+        query = (spark4.readStream.format("hudi").option("hoodie.datasource.streaming.startOffset", start).load(path)
+                 .select(*DATA_COLUMNS).writeStream.format("parquet")
+                 .option("checkpointLocation", str(tmp_path / name / "checkpoint"))
+                 .option("path", str(tmp_path / name / "out")).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        return _ours(spark4.read.parquet(str(tmp_path / name / "out")))
+
+    whole = stream("earliest", "earliest")
+    assert whole == _ours(reader.incremental("earliest")) and sum(whole.values()) > 0
+    assert stream("earliest", "earliest") == whole  # the same checkpoint: nothing new, nothing twice
+    assert sum(stream("latest", "latest").values()) == 0
+    begin = answers.completions[2]
+    assert stream("from", begin) == _ours(reader.incremental(begin))

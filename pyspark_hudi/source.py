@@ -15,19 +15,21 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudi_connect.core.errors import SchemaMismatchError
-from hudi_connect.core.format.read_options import read_query
+from hudi_connect.core.format.read_options import read_query, stream_query
 from pyspark_hudi.filters import pruning_predicates
 from pyspark_hudi.scan import Scan, read_split, scan_of
+from pyspark_hudi.stream import HudiStreamReader
 
 
 class HudiDataSource(DataSource):
     """``spark.read.format("hudi")``: snapshot, read-optimized, time travel and incremental reads of a Hudi table,
-    with Hudi's own read options (:mod:`hudi_connect.core.format.read_options`)."""
+    with Hudi's own read options (:mod:`hudi_connect.core.format.read_options`); ``spark.readStream.format("hudi")``:
+    its commits as a stream."""
 
     @classmethod
     def name(cls) -> str:
@@ -46,6 +48,11 @@ class HudiDataSource(DataSource):
             raise SchemaMismatchError(f"the schema given to format('hudi') is not the table's: {schema.simpleString()}"
                                       f" given, {scan.schema.simpleString()} read; leave it out")
         return (HudiPushdownReader if filter_pushdown() else HudiReader)(scan)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The stream of the table's commits (:mod:`pyspark_hudi.stream`), in the schema ``schema()`` read."""
+        self.__dict__.pop("_scan", None)  # the batch scan planned for the schema: not shipped with the stream
+        return HudiStreamReader(stream_query(self.options), schema, _arrow_schema(schema))
 
 
 class Split(InputPartition):

@@ -17,7 +17,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from hudi_connect.core.errors import InvalidInstantError, InvalidOptionError, UnsupportedOperationError
 from hudi_connect.core.executor.file_access import LocalFileAccess
-from hudi_connect.core.format.read_options import QueryType, ReadQuery, read_query
+from hudi_connect.core.format.read_options import QueryType, ReadQuery, StreamQuery, read_query, stream_query
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
 from integration.test_table_fixtures import rows_of_hudi_rs
@@ -79,3 +79,15 @@ def test_options_that_would_change_the_answer_are_refused_by_name(options: dict[
                                                                   named: str) -> None:
     with pytest.raises(error, match=named):
         read_query(options)
+
+
+def test_a_streams_start_offset_is_hudis() -> None:
+    start = "hoodie.datasource.streaming.startOffset"
+    assert stream_query({"path": "/t"}) == StreamQuery("/t", "earliest")
+    assert stream_query({"path": "/t", start.upper(): "LATEST"}) == StreamQuery("/t", "latest")
+    assert stream_query({"path": "/t", start: "2026-03-07 16:24:34.124"}) == StreamQuery("/t", "20260307162434124")
+    assert read_query({"path": "/t", start: "latest"}) == ReadQuery("/t")  # a batch read takes no start offset
+    with pytest.raises(UnsupportedOperationError, match="read_optimized"):
+        stream_query({"path": "/t", "hoodie.datasource.query.type": "read_optimized"})
+    with pytest.raises(UnsupportedOperationError, match="skip_compact"):
+        stream_query({"path": "/t", "hoodie.datasource.read.incr.skip_compact": "true"})

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hudi_connect.core.errors import InvalidOptionError, UnsupportedOperationError
+from hudi_connect.core.format.timeline import query_instant_time
 
 QUERY_TYPE = "hoodie.datasource.query.type"
 AS_OF_INSTANT = "as.of.instant"
@@ -23,6 +24,7 @@ END_INSTANT = "hoodie.datasource.read.end.instanttime"
 INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 FALLBACK_FULL_SCAN = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
 PATH, PATHS = "path", "paths"
+START_OFFSET = "hoodie.datasource.streaming.startOffset"
 
 
 class QueryType(Enum):
@@ -50,9 +52,11 @@ ANSWER_NEUTRAL = frozenset({
     "hoodie.datasource.read.extract.partition.values.from.path",
     "hoodie.schema.on.read.enable",
 })
-# Which option says what (each option listed once): the table of docs/format-hudi.md
+# Which option says what (each option listed once): the table of docs/format-hudi.md. A stream's options are
+# accepted by a batch read too, and mean nothing there, as in Hudi's own
+STREAMING = frozenset({START_OFFSET.lower()})
 SUPPORTED = frozenset({QUERY_TYPE, AS_OF_INSTANT, BEGIN_INSTANT, END_INSTANT, INCREMENTAL_FORMAT,
-                       FALLBACK_FULL_SCAN, PATH})
+                       FALLBACK_FULL_SCAN, PATH, *STREAMING})
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,28 @@ def read_query(options: Mapping[str, str]) -> ReadQuery:
         raise InvalidOptionError(f"{INCREMENTAL_FORMAT}={incremental_format!r}: Hudi's formats are latest_state "
                                  "and cdc")
     return ReadQuery(path, query_type, begin=begin, end=given.get(END_INSTANT), fallback_to_full_scan=fallback)
+
+
+@dataclass(frozen=True)
+class StreamQuery:
+    """A stream of the table's commits at ``path`` from ``start``: ``earliest``, ``latest`` or an instant time."""
+
+    path: str
+    start: str = "earliest"
+
+
+def stream_query(options: Mapping[str, str]) -> StreamQuery:
+    """The stream Hudi's options ask for: its start offset; a query type or format other than the latest state
+    of the records each commit wrote is refused by name."""
+    query = read_query(options)
+    given = {key.lower(): value for key, value in options.items()}
+    if query.query_type is QueryType.READ_OPTIMIZED or query.as_of is not None:
+        raise UnsupportedOperationError(f"a stream reads each commit's records (incremental): "
+                                        f"{QUERY_TYPE}=read_optimized and {AS_OF_INSTANT} are for batch reads")
+    start = given.get(START_OFFSET.lower(), "earliest").strip()
+    if start.lower() in ("earliest", "latest"):
+        return StreamQuery(query.path, start.lower())
+    return StreamQuery(query.path, query_instant_time(start))
 
 
 def _boolean(given: Mapping[str, str], key: str, *, default: bool) -> bool:
