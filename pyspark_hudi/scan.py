@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StringType, StructField, StructType
 
+from hudi_connect.client.timeline_view import TimelineView
 from hudi_connect.core.errors import UnsupportedOperationError
 from hudi_connect.core.executor.contracts import SliceRow
 from hudi_connect.core.executor.file_access import LocalFileAccess
@@ -42,6 +43,7 @@ class Scan:
     string_columns: tuple[str, ...] = ()  # read as strings of their stored values (Hudi's Spark reader does)
     commit_range: tuple[str, str | None] | None = None
     partitions: PartitionFilter | None = None  # how partition paths read, for pruning by pushed filters
+    timeline_names: frozenset[str] | None = None  # the timeline it was planned on (its instant file names)
 
     @property
     def prunable_columns(self) -> tuple[str, ...]:
@@ -84,7 +86,17 @@ def scan_of(query: ReadQuery, *, splits: int | None = None) -> Scan:
     rows = tuple(tuple(SliceRow(s.partition, s.file_id, s.base_file.name if s.base_file else None,
                                 [f.name for f in s.log_files]) for s in group) for group in groups)
     partitions = reader.index.partition_filter(plan.record_schema, None)
-    return Scan(schema, reader.read_config(read), rows, plan.string_columns, plan.commit_range, partitions)
+    return Scan(schema, reader.read_config(read), rows, plan.string_columns, plan.commit_range, partitions,
+                reader.view.listed_names)
+
+
+def current_scan(query: ReadQuery, planned: Scan | None) -> Scan:
+    """``planned`` (the scan Spark's ``schema()`` call made) while the table's timeline is as it was planned on;
+    else the query planned again. A view or a plan Spark keeps is read again later: it reads the table as it is
+    then, not as it was when the view was made."""
+    unchanged = planned is not None and planned.timeline_names is not None and \
+        TimelineView.open(LocalFileAccess(), query.path).names_now() == planned.timeline_names
+    return planned if unchanged and planned is not None else scan_of(query)
 
 
 def _planned_with(reader: TableReader, query: ReadQuery) -> PlannedRead:

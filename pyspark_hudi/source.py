@@ -1,9 +1,9 @@
 """The ``hudi`` Python data source (Spark 4.0+): Hudi's read options in, hudi-connect's scan out.
 
 Spark calls :meth:`HudiDataSource.schema` in one planning worker and :meth:`HudiDataSource.reader` in another,
-the data source pickled between them: the scan is planned once, in ``schema()``, so that the schema and the
-file slices come from one timeline, and leaves the data source in ``reader()`` (Spark ships the data source and
-the reader to every task; each split travels with its own task only).
+the data source pickled between them: the scan is planned in ``schema()`` and taken in ``reader()`` while the
+table's timeline is unchanged (one listing), else planned again there; it leaves the data source in
+``reader()`` (Spark ships the data source and the reader to every task; each split travels with its own task).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 from hudi_connect.core.errors import SchemaMismatchError
 from hudi_connect.core.format.read_options import read_query, stream_query
 from pyspark_hudi.filters import pruning_predicates
-from pyspark_hudi.scan import Scan, read_split, scan_of
+from pyspark_hudi.scan import Scan, current_scan, read_split, scan_of
 from pyspark_hudi.stream import HudiStreamReader
 
 
@@ -43,10 +43,10 @@ class HudiDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The scan's reader (planned here where Spark was given a schema and never asked for one)."""
-        scan = self.__dict__.pop("_scan", None) or scan_of(read_query(self.options))
-        if schema != scan.schema:  # a schema the user gave (schema() then never ran)
-            raise SchemaMismatchError(f"the schema given to format('hudi') is not the table's: {schema.simpleString()}"
-                                      f" given, {scan.schema.simpleString()} read; leave it out")
+        scan = current_scan(read_query(self.options), self.__dict__.pop("_scan", None))
+        if schema != scan.schema:  # a schema the user gave (schema() then never ran), or the table's changed since
+            raise SchemaMismatchError(f"format('hudi') was given the schema {schema.simpleString()}, and the table's "
+                                      f"is now {scan.schema.simpleString()}: leave the schema out, or read again")
         return (HudiPushdownReader if filter_pushdown() else HudiReader)(scan)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

@@ -21,7 +21,7 @@ from hudi_connect.core.format.read_options import QueryType, ReadQuery, StreamQu
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
 from integration.test_table_fixtures import rows_of_hudi_rs
-from pyspark_hudi.scan import Scan, read_split, scan_of
+from pyspark_hudi.scan import Scan, current_scan, read_split, scan_of
 
 
 def _rows(scan: Scan, columns: list[str]) -> Counter[tuple[Any, ...]]:
@@ -91,3 +91,17 @@ def test_a_streams_start_offset_is_hudis() -> None:
         stream_query({"path": "/t", "hoodie.datasource.query.type": "read_optimized"})
     with pytest.raises(UnsupportedOperationError, match="skip_compact"):
         stream_query({"path": "/t", "hoodie.datasource.read.incr.skip_compact": "true"})
+
+
+def test_a_scan_kept_from_schema_is_read_only_while_the_timeline_is_unchanged(tmp_path: Path) -> None:
+    """Spark keeps the data source (and so the scan ``schema()`` planned) in a view's plan: once the timeline
+    changed, the scan is planned again."""
+    base = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    query = ReadQuery(str(base))
+    planned = scan_of(query)
+    assert planned.timeline_names and current_scan(query, planned) is planned
+    timeline = base / ".hoodie" / "timeline"
+    begun = "29990101000000000.commit.requested"
+    (timeline / begun).write_bytes(b"")  # a writer began a commit
+    again = current_scan(query, planned)
+    assert again is not planned and again.timeline_names == planned.timeline_names | {begun}

@@ -333,6 +333,17 @@ class TimelineView:
         leaf = directory.rsplit("/", 1)[-1]
         return _timeline_key(path.rsplit("/", 1)[-1] for path in paths if path.rsplit("/", 2)[-2] == leaf)
 
+    @property
+    def listed_names(self) -> frozenset[str] | None:
+        """The timeline's instant file names when it was last listed (None: not listed yet)."""
+        return self._state.names
+
+    def names_now(self) -> frozenset[str]:
+        """The timeline's instant file names now, listed in a task (one LIST): equal to :attr:`listed_names` where
+        nothing completed, began or was removed since."""
+        listed = self._access.run_storage_ops([StorageOp.list(self.timeline_directory)])[0]
+        return _timeline_key(f.name for f in listed_files(self.timeline_directory, listed))
+
     def listing_ops(self, *, with_metadata: bool = False) -> list[StorageOp]:
         """The storage ops listing the timeline and reading ``hoodie.properties`` (see :meth:`timeline`), for a
         caller running them with other ops in one task; :meth:`timeline_of` reads their results."""
