@@ -41,6 +41,7 @@ def test_the_wheels_install_in_a_fresh_venv_and_run_the_tour(tmp_path: Path, hud
     assert not any("/hudi_connect_stack/" in n or "/integration/" in n for n in names)  # each its own
     with zipfile.ZipFile(dist / f"hudi_connect-{VERSION}-py3-none-any.whl") as wheel:
         assert f"hudi_connect-{VERSION}.dist-info/licenses/LICENSE" in wheel.namelist()
+        assert "pyspark_hudi/__init__.py" in wheel.namelist()  # format("hudi"), for a Spark 4 server's Python
 
     venv = tmp_path / "venv"
     _run([sys._base_executable, "-m", "venv", str(venv)])  # type: ignore[attr-defined]
