@@ -44,6 +44,7 @@ from hudi_connect_stack.spark_connect import start_spark_connect
 SERVICES = ("minio", "kafka", "postgres", "hudi", "plain", "gcs", "azurite", "hdfs", "hudi-storages",
             "plain-storages", "hive-metastore", "hudi-metastore", "plain-metastore", "zookeeper", "spark4")
 SPARK4_SERVICE_LINE = "4.3"
+SPARK4_SERVICE_FLAVOR: SparkFlavor = "plain-4.3"  # the line's plain server
 DEFAULT_SERVICES = ("minio", "kafka", "postgres", "hudi", "plain")
 STORAGES = ("gcs", "azurite", "hdfs")
 STORAGE_SERVERS: tuple[SparkFlavor, ...] = ("hudi-storages", "plain-storages")
@@ -202,7 +203,7 @@ def start_stack(
         plain_metastore=server("plain-metastore"),
         zookeeper=shared.get("zookeeper", ZooKeeperEndpoint, chosen.zookeeper) if "zookeeper" in services else None,
         spark4=shared.get("spark-connect-spark4", SparkConnectEndpoint,
-                          lambda directory: start_spark_connect(directory, f"plain-{SPARK4_SERVICE_LINE}"))
+                          lambda directory: start_spark_connect(directory, SPARK4_SERVICE_FLAVOR))
         if "spark4" in services else None,
     )
     env = env_of(stack)
