@@ -383,8 +383,8 @@ def test_pushed_filters_prune_partitions_and_spark_applies_every_filter(spark4: 
     from pyspark.sql.functions import col
 
     from hudi_connect.core.format.read_options import ReadQuery
-    from pyspark_hudi.scan import read_split, scan_of
-    from pyspark_hudi.source import HudiPushdownReader, _arrow_schema
+    from pyspark_hudi.scan import arrow_schema, read_split, scan_of
+    from pyspark_hudi.source import HudiPushdownReader
 
     spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
     path = str(reference / spec.name)
@@ -410,7 +410,7 @@ def test_pushed_filters_prune_partitions_and_spark_applies_every_filter(spark4: 
     kept, all_files = files(reader), files(HudiPushdownReader(scan))
     assert kept and {p for p, _ in kept} == {"part=p0" if "part=" in kept[0][0] else "p0"}
     assert len(kept) < len(all_files)  # files read with the partition filter, and without
-    target = _arrow_schema(scan.schema)
+    target = arrow_schema(scan.schema)
     rows = Counter(tuple(r[c] for c in DATA_COLUMNS) for split in reader.partitions()
                    for batch in read_split(scan, split.value, target) for r in batch.to_pylist())
     assert +Counter({k: v for k, v in rows.items() if k[0] > 3}) == _ours(pushed)

@@ -8,12 +8,14 @@ picklable: the workers' read settings and the file slices of each split.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from hudi_connect.client.timeline_view import TimelineView
@@ -125,3 +127,10 @@ def read_split(scan: Scan, rows: Sequence[SliceRow], target: pa.Schema) -> Itera
                 kept = pc.and_(kept, pc.less_equal(table[COMMIT_TIME_COLUMN], end))
             table = table.filter(kept)
         yield from table.cast(target).to_batches()
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` in Arrow, exactly as this Spark line's worker checks a data source's batches against it."""
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:  # 4.1+ take the zone; 4.0 writes UTC
+        return to_arrow_schema(schema, timezone="UTC")  # type: ignore[call-arg]
+    return to_arrow_schema(schema)

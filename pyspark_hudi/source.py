@@ -9,20 +9,18 @@ table's timeline is unchanged (one listing), else planned again there; it leaves
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudi_connect.core.errors import SchemaMismatchError
 from hudi_connect.core.format.read_options import read_query, stream_query
 from pyspark_hudi.filters import pruning_predicates
-from pyspark_hudi.scan import Scan, current_scan, read_split, scan_of
+from pyspark_hudi.scan import Scan, arrow_schema, current_scan, read_split, scan_of
 from pyspark_hudi.stream import HudiStreamReader
 
 
@@ -52,7 +50,7 @@ class HudiDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The stream of the table's commits (:mod:`pyspark_hudi.stream`), in the schema ``schema()`` read."""
         self.__dict__.pop("_scan", None)  # the batch scan planned for the schema: not shipped with the stream
-        return HudiStreamReader(stream_query(self.options), schema, _arrow_schema(schema))
+        return HudiStreamReader(stream_query(self.options), schema, arrow_schema(schema))
 
 
 class Split(InputPartition):
@@ -76,7 +74,7 @@ class HudiReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The merged records of one split's file slices."""
-        target = _arrow_schema(self._scan.schema)
+        target = arrow_schema(self._scan.schema)
         yield from read_split(self._scan, partition.value, target)
 
 
@@ -98,10 +96,3 @@ def filter_pushdown() -> bool:
     environment, set beside ``spark.sql.python.filterPushdown.enabled=true`` (Spark refuses a reader that takes
     pushed filters when that conf is off, and a data source cannot read it)."""
     return os.environ.get(PUSHDOWN_ENV, "").strip().lower() == "true"
-
-
-def _arrow_schema(schema: StructType) -> pa.Schema:
-    """``schema`` in Arrow, exactly as this Spark line's worker checks a data source's batches against it."""
-    if "timezone" in inspect.signature(to_arrow_schema).parameters:  # 4.1+ take the zone; 4.0 writes UTC
-        return to_arrow_schema(schema, timezone="UTC")  # type: ignore[call-arg]
-    return to_arrow_schema(schema)

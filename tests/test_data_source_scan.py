@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 from hudi_connect_stack.testing.compare import arrow_multiset
 from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from hudi_connect.core.errors import InvalidInstantError, InvalidOptionError, UnsupportedOperationError
 from hudi_connect.core.executor.file_access import LocalFileAccess
@@ -21,11 +20,11 @@ from hudi_connect.core.format.read_options import QueryType, ReadQuery, StreamQu
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
 from integration.test_table_fixtures import rows_of_hudi_rs
-from pyspark_hudi.scan import Scan, current_scan, read_split, scan_of
+from pyspark_hudi.scan import Scan, arrow_schema, current_scan, read_split, scan_of
 
 
 def _rows(scan: Scan, columns: list[str]) -> Counter[tuple[Any, ...]]:
-    target = to_arrow_schema(scan.schema)
+    target = arrow_schema(scan.schema)
     batches = [b for split in scan.splits for b in read_split(scan, split, target)]
     return arrow_multiset(pa.Table.from_batches(batches, schema=target), columns) if batches else Counter()
 
