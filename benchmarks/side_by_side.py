@@ -60,7 +60,9 @@ def hudi_cdc(hudi: SparkSession, path: str, begin_completion_time: str) -> DataF
 def fingerprint(df: DataFrame) -> int:
     """Materialise every row and column; the same number from two readers if they agree."""
     columns = [c for c in df.columns if c != "_hoodie_file_name"]
-    row = df.select(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns)).alias("h")).collect()[0]
+    # summed as decimals: a sum of 64-bit hashes overflows a long, an error under Spark 4's ANSI mode
+    hashes = F.xxhash64(*columns).cast("decimal(38,0)")
+    row = df.select(F.count(F.lit(1)).alias("n"), F.sum(hashes).alias("h")).collect()[0]
     return hash((row.n, row.h))
 
 

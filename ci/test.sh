@@ -42,6 +42,7 @@ since() { echo "$(( $(date +%s) - $1 ))s"; }
 
 # the JVM client test runs in the container leg (against the containerised stack); --full runs it in both
 selection=(-m "not full and not spark4" --ignore=integration/test_jvm_client.py)
+leg2_selection=(-m "not full")  # the Spark 4 leg's slice; --full runs its files whole
 spark4_lines=(4.3)
 legs=(spark35 spark4 containers)
 leg1_args=()
@@ -64,7 +65,7 @@ if [ "${1:-}" = --differential-minutes ]; then  # how long --full's differential
 fi
 case "${1:-}" in
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-  --full) shift; selection=(-m "not spark4"); spark4_lines=(4.3 4.2 4.1 4.0); leg1_args=("$@")
+  --full) shift; selection=(-m "not spark4"); leg2_selection=(); spark4_lines=(4.3 4.2 4.1 4.0); leg1_args=("$@")
     containers=(integration/test_smoke_hudi.py integration/test_smoke_kafka.py integration/test_smoke_postgres.py
                 integration/test_smoke_zookeeper.py
                 integration/test_cdc.py integration/test_table_model.py integration/test_reverse_stream.py
@@ -196,8 +197,8 @@ leg2() {
   for line in "${spark4_lines[@]}"; do
     leg_start=$(date +%s)
     say "leg 2: Spark $line, jar-free"
-    run_pytest "$CACHE/venv-spark${line//./}/bin/python" -m pytest --durations=10 \
-      --hudi-connect-spark4-line "$line" integration/test_spark4.py \
+    run_pytest "$CACHE/venv-spark${line//./}/bin/python" -m pytest --durations=10 "${leg2_selection[@]}" \
+      --hudi-connect-spark4-line "$line" integration/test_spark4.py integration/test_image_json.py \
       "integration/test_install_ranges.py::test_installs_beside_the_users_libraries_and_works_with_them[spark4-newest]" \
       "${leg2_args[@]}"
     say "leg 2 (Spark $line) took $(since "$leg_start")"

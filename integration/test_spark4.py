@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hudi import HudiTableBuilder
-from hudi_connect_stack.endpoints import KafkaEndpoint
+from hudi_connect_stack.endpoints import KafkaEndpoint, SparkFlavor
 from hudi_connect_stack.provision import cache_dir
-from hudi_connect_stack.standalone import ENV_FILE, start_stack, stop_stack
+from hudi_connect_stack.standalone import ENV_FILE, render_env_file, start_stack, stop_stack
 from hudi_connect_stack.testing.cdc_history import event_multiset, events
 from hudi_connect_stack.testing.compare import row_multiset
 from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixture
@@ -39,12 +41,15 @@ from hudi_connect_stack.testing.reference_tables import (
 )
 from hudi_connect_stack.testing.topics import read_topic
 from hudi_connect_stack.versions import HUDI_VERSION, SPARK4_LINES
+from pyspark import __version__ as pyspark_version_text
 from pyspark.errors.exceptions.base import PySparkException
 from pyspark.errors.exceptions.connect import SparkConnectException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.cli import main
+from hudi_connect.client.server import connect
 from hudi_connect.core.errors import InvalidInstantError, ServerMisconfiguredError
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader
@@ -52,6 +57,7 @@ from hudi_connect.reverse import FileSink, KafkaSink, PostgresSink, ReverseStrea
 from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.table_spec import FileIndex
 from hudi_connect_stack import provision
+from integration.killable import KillableServer
 from integration.reverse_stream_model import cdc_changes, kafka_changes, postgres_rows, replay_files
 from integration.test_table_fixtures import rows_of_hudi_rs
 
@@ -290,9 +296,9 @@ def test_collations_default_or_explicit_prune_nothing_spark_keeps(spark4: SparkS
 def test_format_hudi_on_the_plain_server_reads_as_hudi_and_our_reader(spark4: SparkSession, reference: Path,
                                                                       spec: ReferenceTable) -> None:
     """The ``hudi`` Python data source the plain server registered at start (no jar, no registration by the
-    client): Hudi's own read options, answered as Hudi answered them (snapshot, time travel, SQL's USING hudi)
-    and as our DataFrame reads answer (read-optimized, incremental); an option it does not implement refused by
-    name, never ignored."""
+    client): Hudi's own read options, answered as Hudi answered them (snapshot, time travel, SQL's USING hudi,
+    change queries in Hudi's CDC format) and as our DataFrame reads answer (read-optimized, incremental, and the
+    change query's JSON to the character); an option it does not implement refused by name, never ignored."""
     answers = load_answers(reference, spec)
     path = str(reference / spec.name)
     assert _ours(spark4.read.format("hudi").load(path)) == _rows(answers.snapshot)
@@ -310,6 +316,17 @@ def test_format_hudi_on_the_plain_server_reads_as_hudi_and_our_reader(spark4: Sp
         incremental = spark4.read.format("hudi").options(**options).load(path)
         assert _ours(incremental) == _ours(reader.incremental(begin, end)), (begin, end)
         assert sum(_ours(incremental).values()) > 0
+    query = ChangeQuery(spark4, path)
+    for begin, end in Answers.cdc_ranges(answers.completions):
+        options = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
+                   "hoodie.datasource.query.incremental.format": "cdc",
+                   **({"hoodie.datasource.read.end.instanttime": end} if end else {})}
+        changes = spark4.read.format("hudi").options(**options).load(path)
+        theirs = event_multiset(tuple(row) for row in answers.cdc[Answers.range_key(begin, end)])  # type: ignore[misc]
+        assert events(changes) == theirs, (begin, end)
+        # and as our change query writes them, to the character: one rendering of images
+        assert sorted(map(tuple, changes.collect())) == sorted(map(tuple, query.changes(begin, end).collect()))
+    assert sum(events(changes).values()) > 0
     with pytest.raises(Exception, match=r"hoodie\.datasource\.read\.paths"):
         spark4.read.format("hudi").option("hoodie.datasource.read.paths", path).load(path).collect()
 
@@ -318,23 +335,25 @@ GO_PROGRAM = Path(__file__).with_name("go_client")
 JVM_PROGRAM = Path(__file__).with_name("jvm_client") / "HudiReads.java"
 
 
+CDC_COLUMNS = ("op", "ts_ms", "before", "after")
+
+
 def _program_rows(stdout: str) -> dict[str, Counter[tuple[Any, ...]]]:
-    """Each request's rows as the Go (JSON arrays) or JVM (JSON objects) program printed them."""
+    """Each request's rows as the Go (JSON arrays) or JVM (JSON objects) program printed them; a change query's
+    (a request named cdc...) as Hudi's CDC events."""
     found: dict[str, Counter[tuple[Any, ...]]] = {}
     for name, body in (line.split("\t", 1) for line in stdout.splitlines() if "\t" in line):
         value = json.loads(body)
-        record = value if isinstance(value, dict) else dict(zip(DATA_COLUMNS, value, strict=True))
-        found.setdefault(name, Counter()).update(_rows([record]))
+        columns = CDC_COLUMNS if name.startswith("cdc") else DATA_COLUMNS
+        record = value if isinstance(value, dict) else dict(zip(columns, value, strict=True))
+        found.setdefault(name, Counter()).update(
+            event_multiset([tuple(record.get(c) for c in CDC_COLUMNS)]) if name.startswith("cdc") else _rows([record]))
     return found
 
 
-def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
-    spark4: SparkSession, spark4_server_url: str, reference: Path, tmp_path: Path
-) -> None:
-    """A Go program (spark-connect-go, on the server ``stack up --services spark4`` starts) and a Java one (Spark's
-    JVM Connect client of the server's line) read a Hudi table through ``format("hudi")`` and SQL's ``USING hudi``
-    on a plain Spark 4 server: no jar, no Python on their side. Their answers equal Hudi's (snapshot, time
-    travel) and our reader's (incremental, read-optimized)."""
+def _program_requests(spark4: SparkSession, reference: Path) -> tuple[str, list[str], dict[str, Counter[Any]]]:
+    """The MOR reference table's path, the Go and JVM programs' requests of it, and each request's answer: Hudi's
+    (snapshot, time travel, the change query in Hudi's CDC format) or our reader's (incremental, read-optimized)."""
     spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
     answers = load_answers(reference, spec)
     path = str(reference / spec.name)
@@ -343,23 +362,36 @@ def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
     begin = answers.completions[1]
     requests = ["snapshot", "sql", f"first:as.of.instant={first}", f"last:as.of.instant={last}",
                 f"incr:hoodie.datasource.query.type=incremental;hoodie.datasource.read.begin.instanttime={begin}",
-                "ro:hoodie.datasource.query.type=read_optimized"]
+                "ro:hoodie.datasource.query.type=read_optimized",
+                "cdc:hoodie.datasource.query.type=incremental;hoodie.datasource.read.begin.instanttime=earliest;"
+                "hoodie.datasource.query.incremental.format=cdc"]
     expected = {"snapshot": _rows(answers.snapshot), "sql": _rows(answers.snapshot),
                 "first": _rows(answers.as_of[first]), "last": _rows(answers.as_of[last]),
-                "incr": _ours(reader.incremental(begin)), "ro": _ours(reader.read_optimized())}
+                "incr": _ours(reader.incremental(begin)), "ro": _ours(reader.read_optimized()),
+                "cdc": event_multiset(tuple(row) for row in answers.cdc[Answers.range_key("earliest", None)])}  # type: ignore[misc]
     assert all(sum(rows.values()) > 0 for rows in expected.values())
+    return path, requests, expected
 
-    # the Go program as a Go team runs it: against `stack up --services spark4`, the env file it wrote
-    stack_dir = tmp_path / "stack"
-    try:
-        stack = start_stack(stack_dir, ["spark4"])
-        assert stack.spark4 is not None and stack.spark4.url != spark4_server_url
-        go = subprocess.run([str(provision.go_program(GO_PROGRAM)), "read", str(stack_dir / ENV_FILE), path,
-                             *requests], capture_output=True, text=True, timeout=600)
-    finally:
-        assert "spark-connect-spark4" in stop_stack(stack_dir)
+
+def _go_reads(env_file: Path, path: str, requests: list[str]) -> dict[str, Counter[Any]]:
+    go = subprocess.run([str(provision.go_program(GO_PROGRAM)), "read", str(env_file), path, *requests],
+                        capture_output=True, text=True, timeout=600)
     assert go.returncode == 0, go.stderr[-3000:]
-    assert _program_rows(go.stdout) == expected
+    return _program_rows(go.stdout)
+
+
+def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
+    spark4: SparkSession, spark4_server_url: str, reference: Path, tmp_path: Path
+) -> None:
+    """A Go program (spark-connect-go, given the server in an env file as ``stack up`` writes it) and a Java one
+    (Spark's JVM Connect client of the server's line) read a Hudi table through ``format("hudi")`` and SQL's
+    ``USING hudi`` on a plain Spark 4 server: no jar, no Python on their side. Their answers equal Hudi's
+    (snapshot, time travel, the change query in Hudi's CDC format) and our reader's (incremental,
+    read-optimized)."""
+    path, requests, expected = _program_requests(spark4, reference)
+    env_file = tmp_path / ENV_FILE
+    env_file.write_text(render_env_file({"HUDI_CONNECT_SPARK4_URL": spark4_server_url}))
+    assert _go_reads(env_file, path, requests) == expected
 
     line = SPARK4_LINES[".".join(spark4.version.split(".")[:2])]
     jars = provision.spark4_home(provision.ensure_spark4_server(line)) / "jars"
@@ -376,10 +408,27 @@ def test_go_and_jvm_clients_read_through_format_hudi_as_hudi_answers(
     assert _program_rows(jvm.stdout) == expected
 
 
+@pytest.mark.full  # a Spark 4 server of its own (about 50 s): CI's slice gives the Go program the fixture's server
+def test_the_go_program_reads_through_format_hudi_on_stack_up_spark4(
+    spark4: SparkSession, spark4_server_url: str, reference: Path, tmp_path: Path
+) -> None:
+    """The Go program as a Go team runs it: against ``stack up --services spark4``, the env file it wrote."""
+    path, requests, expected = _program_requests(spark4, reference)
+    stack_dir = tmp_path / "stack"
+    try:
+        stack = start_stack(stack_dir, ["spark4"])
+        assert stack.spark4 is not None and stack.spark4.url != spark4_server_url
+        found = _go_reads(stack_dir / ENV_FILE, path, requests)
+    finally:
+        assert "spark-connect-spark4" in stop_stack(stack_dir)
+    assert found == expected
+
+
 def test_pushed_filters_prune_partitions_and_spark_applies_every_filter(spark4: SparkSession, reference: Path) -> None:
-    """From Spark 4.1 the data source prunes by the filters Spark pushes (the harness's servers enable it): only
-    partition filters prune, every filter is handed back for Spark to apply, and the rows are those of Spark's
-    own filter over the whole read. Spark 4.0 pushes nothing (no filter classes), and answers the same."""
+    """From Spark 4.1 the data source prunes by the filters Spark pushes (the harness's servers enable it):
+    partitions by partition filters, files by the column statistics of filters on data columns; every filter is
+    handed back for Spark to apply, and the rows are those of Spark's own filter over the whole read. Spark 4.0
+    pushes nothing (no filter classes), and answers the same."""
     from pyspark.sql.functions import col
 
     from hudi_connect.core.format.read_options import ReadQuery
@@ -418,6 +467,20 @@ def test_pushed_filters_prune_partitions_and_spark_applies_every_filter(spark4: 
     negated = HudiPushdownReader(scan)
     negated.pushFilters([Not(In(("part",), ("p0",)))])
     assert "p0" not in {p.split("=")[-1] for p, _ in files(negated)} and files(negated)
+
+    # a filter on a data column prunes files by their column statistics (the scan planned again with it): the
+    # COW table's base files hold their own records, so their footers' ranges decide
+    cow = str(reference / next(s for s in REFERENCE_TABLES if s.table_type == "COPY_ON_WRITE").name)
+    cow_scan = scan_of(ReadQuery(cow))
+    absent, present = HudiPushdownReader(cow_scan), HudiPushdownReader(cow_scan)
+    absent.pushFilters([GreaterThan(("id",), 10**6)])
+    present.pushFilters([EqualTo(("id",), 0)])
+    every = files(HudiPushdownReader(cow_scan))
+    assert files(absent) == [] and 0 < len(files(present)) < len(every), (files(present), every)
+    ours = spark4.read.format("hudi").load(cow)
+    assert ours.where("id > 1000000").count() == 0
+    assert _ours(ours.where("id = 0")) == _ours(TableReader(spark4, cow).snapshot().where("id = 0"))
+    assert sum(_ours(ours.where("id = 0")).values()) == 1
     unprunable = HudiPushdownReader(scan)
     unprunable.pushFilters([GreaterThan(("id",), 3)])  # not a partition column: nothing pruned
     assert len(files(unprunable)) == len(all_files)
@@ -428,20 +491,25 @@ def test_a_stream_of_the_tables_commits_lands_once_in_a_file_sink(spark4: SparkS
     """``readStream.format("hudi")`` into Spark's Parquet sink with a checkpoint (trigger availableNow): from the
     earliest offset it lands what our incremental read from the earliest returns; run again on its checkpoint it
     adds nothing; from the latest nothing; from a commit's completion what the incremental read from there
-    returns. Spark's own file sink reads its output back."""
+    returns; as change events (``incremental.format=cdc``), Hudi's CDC query's events; under
+    ``maxFilesPerTrigger`` (4.2+; refused by name before), a batch a commit. Spark's own file sink reads its output
+    back."""
     spec = next(s for s in REFERENCE_TABLES if s.table_type == "MERGE_ON_READ")
     answers = load_answers(reference, spec)
     path = str(reference / spec.name)
     reader = TableReader(spark4, path)
 
-    def stream(name: str, start: str) -> Counter[tuple[Any, ...]]:
-        query = (spark4.readStream.format("hudi").option("hoodie.datasource.streaming.startOffset", start).load(path)
-                 .select(*DATA_COLUMNS).writeStream.format("parquet")
+    def landed(name: str, start: str, **options: str) -> DataFrame:
+        query = (spark4.readStream.format("hudi").option("hoodie.datasource.streaming.startOffset", start)
+                 .options(**options).load(path).writeStream.format("parquet")
                  .option("checkpointLocation", str(tmp_path / name / "checkpoint"))
                  .option("path", str(tmp_path / name / "out")).trigger(availableNow=True).start())
         query.awaitTermination(300)
         assert query.exception() is None, query.exception()
-        return _ours(spark4.read.parquet(str(tmp_path / name / "out")))
+        return spark4.read.parquet(str(tmp_path / name / "out"))
+
+    def stream(name: str, start: str) -> Counter[tuple[Any, ...]]:
+        return _ours(landed(name, start).select(*DATA_COLUMNS))
 
     whole = stream("earliest", "earliest")
     assert whole == _ours(reader.incremental("earliest")) and sum(whole.values()) > 0
@@ -449,3 +517,113 @@ def test_a_stream_of_the_tables_commits_lands_once_in_a_file_sink(spark4: SparkS
     assert sum(stream("latest", "latest").values()) == 0
     begin = answers.completions[2]
     assert stream("from", begin) == _ours(reader.incremental(begin))
+    # the change stream (Hudi's CDC format, as Hudi's streaming source takes it): Hudi's change events
+    changes = landed("changes", "earliest", **{"hoodie.datasource.query.type": "incremental",
+                                               "hoodie.datasource.query.incremental.format": "cdc"})
+    theirs = event_multiset(tuple(row) for row in answers.cdc[Answers.range_key("earliest", None)])  # type: ignore[misc]
+    assert events(changes) == theirs and sum(theirs.values()) > 0
+
+    # Spark's rate limit (4.2+): at most one commit's files a micro-batch here, so each commit is a batch of its own
+    # and the stream lands each commit's records (not the latest state of several commits' records)
+    limited = {"maxFilesPerTrigger": "1"}
+    if not SPARK4_LINES[".".join(spark4.version.split(".")[:2])].python_read_limits:
+        with pytest.raises(Exception, match=r"maxFilesPerTrigger needs Spark 4\.2"):
+            landed("limited", "earliest", **limited)
+        return
+    by_commit = sum((_ours(reader.incremental(begin, end))
+                     for begin, end in zip(["earliest", *answers.completions], answers.completions, strict=False)),
+                    Counter())
+    assert _ours(landed("limited", "earliest", **limited).select(*DATA_COLUMNS)) == by_commit != whole
+
+
+def _landed_commit(query: Any) -> str | None:
+    """The commit offset a streaming query's last micro-batch (or idle trigger) ended at."""
+    progress = query.lastProgress
+    if progress is None:
+        return None
+    found = json.loads(progress.json) if hasattr(progress, "json") else progress
+    offset = found["sources"][0]["endOffset"]
+    return json.loads(offset)["commit"] if isinstance(offset, str) else offset["commit"]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("seed", [7, 2027])
+def test_streams_killed_with_their_server_restart_on_their_checkpoints_exactly_once_into_files(
+    reference: Path, tmp_path: Path, seed: int, kafka_endpoint: KafkaEndpoint, kafka_topic: str
+) -> None:
+    """Streams of a table into Spark's Parquet sink (its change events, and the latest state of the records each
+    micro-batch's commits wrote) and its Kafka sink (the change events as JSON) on a server of their own, while
+    the table's commits complete one by one; the server is SIGKILLed between two of them at a seeded moment (a
+    micro-batch may be under way), restarted, and the queries started again on their checkpoints. The change
+    events landed in files are Hudi's CDC query's events of the whole history, each exactly once; in Kafka each
+    of them at least once; each record version (key, commit) landed in files at most once, and the last version
+    landed of every key is the table's snapshot row."""
+    rng = random.Random(seed)
+    spec = next(s for s in REFERENCE_TABLES if s.table_type == "COPY_ON_WRITE")
+    answers = load_answers(reference, spec)
+    table = tmp_path / "table"
+    shutil.copytree(reference / spec.name, table)
+    # the commits complete one by one: their data files are written, their completed instants held back (as a
+    # writer that has written its files and not yet committed) and then moved into the timeline
+    timeline, held = table / ".hoodie" / "timeline", tmp_path / "held"
+    held.mkdir()
+    completed = sorted(f.name for f in timeline.iterdir()
+                       if re.fullmatch(r"\d+_\d+\.(commit|deltacommit|replacecommit)", f.name))
+    for name in completed[1:]:
+        (timeline / name).rename(held / name)
+    streams = {"changes": {"hoodie.datasource.query.type": "incremental",
+                           "hoodie.datasource.query.incremental.format": "cdc"}, "records": {}}
+
+    def started(session: SparkSession) -> list[Any]:
+        queries = [session.readStream.format("hudi").options(**options).load(str(table)).writeStream
+                   .format("parquet").option("checkpointLocation", str(tmp_path / name / "checkpoint"))
+                   .option("path", str(tmp_path / name / "out")).trigger(processingTime="1 second").start()
+                   for name, options in streams.items()]
+        to_kafka = (session.readStream.format("hudi").options(**streams["changes"]).load(str(table))
+                    .select(F.to_json(F.struct("op", "ts_ms", "before", "after")).alias("value"))
+                    .writeStream.format("kafka").option("kafka.bootstrap.servers", kafka_endpoint.bootstrap_servers)
+                    .option("topic", kafka_topic).option("checkpointLocation", str(tmp_path / "kafka" / "checkpoint"))
+                    .trigger(processingTime="1 second").start())
+        return [*queries, to_kafka]
+
+    line = next(line for line in SPARK4_LINES.values() if pyspark_version_text.startswith(line.name + "."))
+    server = KillableServer(tmp_path / "server", cast(SparkFlavor, line.flavor), None)
+    try:
+        session = connect(server.url)
+        queries = started(session)
+        kill_after = rng.randrange(1, len(completed) - 1)
+        for count, name in enumerate(completed[1:], 1):
+            (held / name).rename(timeline / name)
+            time.sleep(rng.uniform(0.2, 2.5))
+            if count == kill_after:
+                server.kill()
+                server.restart()
+                session = connect(server.url)
+                queries = started(session)
+        last = completed[-1].split(".")[0].split("_")[1]  # the last completion time: the stream's last offset
+        deadline = time.monotonic() + 300
+        while not all(_landed_commit(q) == last for q in queries):
+            assert time.monotonic() < deadline, [q.lastProgress for q in queries]
+            assert all(q.exception() is None for q in queries), [q.exception() for q in queries]
+            time.sleep(1)
+        for query in queries:
+            query.stop()
+        changes = session.read.parquet(str(tmp_path / "changes" / "out"))
+        theirs = event_multiset(tuple(row) for row in answers.cdc[Answers.range_key("earliest", None)])  # type: ignore[misc]
+        assert events(changes) == theirs and sum(theirs.values()) > 20
+        sent = event_multiset(tuple(json.loads(r.value).get(c) for c in CDC_COLUMNS)
+                              for r in read_topic(kafka_endpoint, kafka_topic))
+        assert set(sent) == set(theirs) and all(sent[e] >= n for e, n in theirs.items())  # none lost
+        print(f"seed {seed}: the kill after commit {kill_after} of {len(completed)}; Kafka received "
+              f"{sum(sent.values())} events for Hudi's {sum(theirs.values())}")
+        records = session.read.parquet(str(tmp_path / "records" / "out")).collect()
+        versions = Counter((r["_hoodie_record_key"], r["_hoodie_commit_time"]) for r in records)
+        assert max(versions.values()) == 1, [v for v, n in versions.items() if n > 1]  # none landed twice
+        # the newest version landed of each key the table holds is its row (a latest-state stream sends no deletes)
+        newest = {r["id"]: r for r in sorted(records, key=lambda r: r["_hoodie_commit_time"])}
+        kept = {row["id"] for row in answers.snapshot}
+        assert _rows([{c: newest[key][c] for c in DATA_COLUMNS} for key in kept if key in newest]) == \
+            _rows(answers.snapshot)
+        assert server.kills == 1
+    finally:
+        server.stop()

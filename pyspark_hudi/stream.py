@@ -3,13 +3,13 @@
 The offsets are range times of the table's write commits (completion times on tables of version 8 and later,
 requested times before; :func:`~hudi_connect.core.format.timeline.range_time`), as JSON ``{"commit": time}``.
 A micro-batch from offset ``start`` to ``end`` reads what hudi-connect's incremental read of (start, end] returns:
-the latest state of the records its commits wrote. Spark checkpoints the offsets, so a query restarted on its
-checkpoint plans the same ranges again; into a file sink each range lands exactly once.
+the latest state of the records its commits wrote, or with ``incremental.format=cdc`` their change events. Spark
+checkpoints the offsets, so a query restarted on its checkpoint plans the same ranges again; into a file sink each
+range lands exactly once.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -18,19 +18,10 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from hudi_connect.core.errors import SchemaMismatchError
-from hudi_connect.core.executor.file_access import LocalFileAccess
 from hudi_connect.core.format.read_options import QueryType, ReadQuery, StreamQuery
-from hudi_connect.core.format.timeline import EARLIEST_TIME, range_time
-from hudi_connect.reader.table_reader import TableReader
+from hudi_connect.core.format.timeline import EARLIEST_TIME
+from pyspark_hudi.offsets import latest_commit_time
 from pyspark_hudi.scan import read_split, scan_of
-
-
-def latest_commit_time(path: str) -> str:
-    """The range time of the table's last completed write commit (``earliest`` before its first)."""
-    view = TableReader(LocalFileAccess(), path).view
-    by_completion = view.properties.ranges_by_completion
-    times = [range_time(c, by_completion=by_completion) for c in view.timeline().write_commits() if c.is_completed]
-    return max(times, default=EARLIEST_TIME)
 
 
 class HudiStreamReader(DataSourceStreamReader):
@@ -50,21 +41,25 @@ class HudiStreamReader(DataSourceStreamReader):
         return {"commit": EARLIEST_TIME if start == "earliest" else start}
 
     def latestOffset(self, start: dict[str, str] | None = None, limit: Any = None) -> dict[str, str]:
-        """The last completed write commit now (Spark 4.2+ passes the start and its read limit: every commit
-        available is read)."""
-        return {"commit": latest_commit_time(self._query.path)}
+        """The last completed write commit now; Spark 4.2+ passes the start and its read limit: under
+        ``maxFilesPerTrigger`` (:meth:`getDefaultReadLimit`) the commits after the start whose files fit it."""
+        max_files = getattr(limit, "max_files", None)
+        if start is None or max_files is None:
+            return {"commit": latest_commit_time(self._query.path)}
+        return {"commit": latest_commit_time(self._query.path, start["commit"], max_files)}
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> Sequence[InputPartition]:
         """The splits of the incremental read of (start, end]; none where no commit lies in it."""
         if end["commit"] <= start["commit"]:
             return []
         begin = "earliest" if start["commit"] == EARLIEST_TIME else start["commit"]
-        scan = scan_of(ReadQuery(self._query.path, QueryType.INCREMENTAL, begin=begin, end=end["commit"]))
+        scan = scan_of(ReadQuery(self._query.path, QueryType.INCREMENTAL, begin=begin, end=end["commit"],
+                                 changes=self._query.changes))
         if scan.schema != self._schema:
             raise SchemaMismatchError(
                 f"the table at {self._query.path} changed its schema since the stream started "
                 f"({self._schema.simpleString()} then, {scan.schema.simpleString()} now): restart the query")
-        settings = dataclasses.replace(scan, splits=())  # each split travels with its own task
+        settings = scan.without_splits()  # each split travels with its own task
         return [InputPartition((settings, rows)) for rows in scan.splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from hudi_connect_stack.testing.fixture_tables import local_table_view, unzip_fixture
 
 from hudi_connect.cdc.cases import CdcInferenceCase, CdcSplit, infer_splits
-from hudi_connect.cdc.query import images_without_meta, touched_files, touched_partitions
+from hudi_connect.cdc.plan import images_without_meta, touched_files, touched_partitions
 from hudi_connect.core.format.fs_view import StoredFile
 from hudi_connect.core.format.table_config import CdcLoggingMode
 from hudi_connect.core.format.timeline import Action, Instant, InstantState

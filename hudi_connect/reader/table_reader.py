@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial, reduce
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
@@ -78,9 +78,9 @@ class ReadPlan:
 
     ``slices`` is None for a read of more than :data:`MAX_PLANNED_SLICES` slices: ``slice_rows`` then makes
     them on the executors, and they are not counted on the client. ``predicates`` are the read's predicates as
-    our tree (what of them translates, :mod:`~hudi_connect.table_spec.user_predicates`); ``filters`` the columns
-    Spark filters its rows with, the predicates as their users wrote them; ``untranslated`` the parts of
-    those that only filter rows."""
+    our tree (what of them translates, :mod:`~hudi_connect.table_spec.user_predicates`); ``translations`` the
+    predicates as their users wrote them, whose columns Spark filters the rows with; ``untranslated`` the parts
+    of those that only filter rows."""
 
     slices: tuple[FileSlice, ...] | None
     record_schema: pa.Schema  # what the executors merge into
@@ -94,7 +94,7 @@ class ReadPlan:
     string_columns: tuple[str, ...] = ()
     # the rows the read returns, as the commits that wrote its base files recorded them (where asked and known)
     recorded_rows: int | None = None
-    filters: tuple[Column, ...] = field(default=(), compare=False)  # Spark's columns: no equality to compare
+    translations: tuple[Translation, ...] = field(default=(), compare=False)  # Spark's columns: no equality
     untranslated: tuple[str, ...] = ()
     # the commit times (requested) a version 6 table's incremental fallback keeps: (begin, end], no end if None
     commit_range: tuple[str, str | None] | None = None
@@ -243,7 +243,7 @@ class TableReader:
         strings = tuple(f for f in string_partition_columns(props) if f in arrow_schema.names)
         plan = ReadPlan(None, arrow_schema, spark_schema, commit_times,
                         tuple(t.pruning for t in translations if t.pruning is not None), tuple(changes), renames,
-                        string_columns=strings, filters=tuple(t.filter for t in translations),
+                        string_columns=strings, translations=tuple(translations),
                         untranslated=tuple(text for t in translations for text in t.untranslated))
         # a predicate on a column read as a string compares strings, an order its stored values' statistics
         # do not keep: such predicates filter rows only
@@ -346,8 +346,8 @@ class TableReader:
             begin, end = plan.commit_range
             df = df.where(F.col(COMMIT_TIME_COLUMN) > begin)
             df = df.where(F.col(COMMIT_TIME_COLUMN) <= end) if end is not None else df
-        if plan.filters:  # the predicates as their users wrote them (Translation.filter)
-            df = df.where(reduce(lambda a, b: a & b, plan.filters))
+        if plan.translations:  # the predicates as their users wrote them
+            df = df.where(reduce(lambda a, b: a & b, (t.filter for t in plan.translations)))
         return df
 
     def slice_read_config(self, output_schema: pa.Schema, valid_instants: BlockValidity, *,

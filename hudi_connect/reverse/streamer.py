@@ -26,7 +26,7 @@ from typing import cast
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_connect.cdc.query import needs_file_slices
+from hudi_connect.cdc.plan import needs_file_slices
 from hudi_connect.client import remote_files
 from hudi_connect.client.instants import timeline_zone_id
 from hudi_connect.client.server import reconnector

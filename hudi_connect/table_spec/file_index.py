@@ -281,11 +281,12 @@ class FileIndex:
                 "without a Spark session (the format('hudi') data source)")
         return self._access
 
-    def storage_listing(self, keep: PartitionFilter, *, fan_out: bool = False) -> DataFrame:
-        """(partition, name, size, source, may_match) of every file in kept partitions, hidden log files included,
-        from a storage listing, as a Spark plan sorted by partition and name."""
-        return self._spark_access("a storage listing").listing_plan(
-            ListingRequest(self._base_path, keep, fan_out=fan_out))
+    def stored_files(self, keep: PartitionFilter, *, fan_out: bool = False) -> Iterator[StoredFile]:
+        """Every data file in kept partitions, hidden log files included, from a storage listing (streamed,
+        sorted by partition and name)."""
+        for table in self._access.listing_tables(ListingRequest(self._base_path, keep, fan_out=fan_out)):
+            columns = (table[name].to_pylist() for name in ("partition", "name", "size"))
+            yield from (StoredFile(*values) for values in zip(*columns, strict=True))
 
     def _stats_columns(self, state: TableState, predicate: Expression | None) -> tuple[str, ...]:
         """The columns whose statistics prune files for ``predicate`` (none: statistics prune nothing)."""

@@ -25,6 +25,7 @@ import decimal
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeAlias, cast
 
 from pyspark.sql import Column as SparkColumn
@@ -67,14 +68,24 @@ class Translation:
     """A predicate as pruning and filtering use it.
 
     ``pruning``: what prunes partitions and files (the whole predicate, or for an AND its translatable
-    conjuncts; None when no part translates); ``filter``: the column Spark filters the rows with (the user's
-    own ``Column``, ``F.expr(sql)`` for a SQL string, :func:`~hudi_connect.table_spec.to_spark` of our tree);
-    ``untranslated``: the parts that only filter rows, as text (for ``explain``).
+    conjuncts; None when no part translates); ``given``: the predicate as its user gave it; ``untranslated``:
+    the parts that only filter rows, as text (for ``explain``).
     """
 
     pruning: Expression | None
-    filter: SparkColumn
+    given: UserPredicate
     untranslated: tuple[str, ...] = ()
+
+    @cached_property
+    def filter(self) -> SparkColumn:
+        """The column Spark filters the rows with: the user's own ``Column``, ``F.expr(sql)`` for a SQL string,
+        :func:`~hudi_connect.table_spec.to_spark` of our tree. Made when first asked: a planner without a Spark
+        session (the data source's) prunes with ``pruning`` and never asks."""
+        if isinstance(self.given, Expression):
+            return to_spark(self.given)
+        if isinstance(self.given, str):
+            return F.expr(self.given)
+        return self.given
 
 
 def translate(predicate: UserPredicate) -> Translation:
@@ -84,12 +95,12 @@ def translate(predicate: UserPredicate) -> Translation:
         # col("city").isin("paris", "rome") & (col("amount") > 10)
     """
     if isinstance(predicate, Expression):
-        return Translation(predicate, to_spark(predicate))
+        return Translation(predicate, predicate)
     if isinstance(predicate, str):
         if not predicate.strip():
             raise ValueError("an empty SQL predicate: give a condition, such as \"city = 'paris'\"")
         pruning, untranslated = split_sql(predicate)
-        return Translation(pruning, F.expr(predicate), untranslated)
+        return Translation(pruning, predicate, untranslated)
     node = _connect_expression(predicate)
     if node is None:
         raise TypeError(f"a predicate is an Expression (hudi_connect.col), a Spark Connect Column or a SQL string, "

@@ -38,9 +38,9 @@ from pyspark.sql.types import StructType
 
 from hudi_connect import library_errors
 from hudi_connect.cdc import ChangeQuery
-from hudi_connect.cdc.query import JSON_OPTIONS
 from hudi_connect.client.server import reconnector, server_time_zone
 from hudi_connect.core.errors import InvalidInstantError, UnsupportedTableFeatureError, WriteFailedError
+from hudi_connect.core.executor.image_json import JSON_OPTIONS
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.table_features import string_partition_columns
 from hudi_connect.core.format.timeline import Action, Instant

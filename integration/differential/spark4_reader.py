@@ -28,7 +28,13 @@ from pyspark.errors.exceptions.connect import SparkConnectException
 from pyspark.sql import SparkSession
 
 from hudi_connect import library_errors
-from hudi_connect.core.format.read_options import AS_OF_INSTANT, BEGIN_INSTANT, END_INSTANT, QUERY_TYPE
+from hudi_connect.core.format.read_options import (
+    AS_OF_INSTANT,
+    BEGIN_INSTANT,
+    END_INSTANT,
+    INCREMENTAL_FORMAT,
+    QUERY_TYPE,
+)
 from hudi_connect.core.format.timeline import Instant, range_time
 from integration.differential.runner import (
     REFUSALS,
@@ -63,7 +69,7 @@ class Answer:
     kind: str  # "equal", "refused: <class>", "refused by Spark in both: ...", "different"
     difference: str | None = None
     # the same request through format("hudi") on the same server, held to ours: "equal", "refused: <class>",
-    # or None where not asked (a change query, instants by moment: options the data source does not take)
+    # or None where not asked (instants by moment: options the data source does not take)
     data_source: str | None = None
 
 
@@ -128,22 +134,23 @@ def _through_data_source(spark: SparkSession, question: Question, mine: Any, set
 
 
 def _hudi_options(question: Question) -> dict[str, str] | None:
-    """Hudi's read options for the request, or None where the data source takes none (change queries, instants
-    named by moment)."""
+    """Hudi's read options for the request (a change query's in Hudi's CDC format), or None where the data source
+    takes none (instants named by moment)."""
     request = question.request
     if request.kind == "snapshot":
         return {}
     if request.kind == "read_optimized":
         return {QUERY_TYPE: "read_optimized"}
-    if request.kind == "changes" or request.by_moment:
+    if request.by_moment:
         return None
     end = question.commits[request.commit]
     if request.kind == "as_of":
         return {AS_OF_INSTANT: end.requested_time}
     begin = "earliest" if request.begin == 0 else range_time(question.commits[request.begin - 1],
                                                               by_completion=question.ranges_by_completion)
+    changes = {INCREMENTAL_FORMAT: "cdc"} if request.kind == "changes" else {}
     return {QUERY_TYPE: "incremental", BEGIN_INSTANT: begin,
-            END_INSTANT: range_time(end, by_completion=question.ranges_by_completion)}
+            END_INSTANT: range_time(end, by_completion=question.ranges_by_completion), **changes}
 
 
 def _without_ansi(spark: SparkSession, question: Question) -> Any:

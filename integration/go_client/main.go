@@ -6,9 +6,10 @@
 // Usage: go-client ENV_FILE TABLE_NAME TABLE_PATH
 //
 // With "read" first, it reads a table through format("hudi") instead, on the stack's plain Spark 4 server
-// (HUDI_CONNECT_SPARK4_URL, `stack up --services spark4`) that runs hudi-connect's Python data source (no Hudi jar): each REQUEST is NAME or NAME:key=value;key=value (Hudi's read
-// options), NAME "sql" reading through CREATE TEMPORARY VIEW ... USING hudi; each row prints as NAME and a JSON
-// array of id, v, ts and part.
+// (HUDI_CONNECT_SPARK4_URL, `stack up --services spark4`) that runs hudi-connect's Python data source (no Hudi
+// jar): each REQUEST is NAME or NAME:key=value;key=value (Hudi's read options), NAME "sql" reading through
+// CREATE TEMPORARY VIEW ... USING hudi; each row prints as NAME and a JSON array of id, v, ts and part, or, for
+// a NAME starting "cdc" (a change query), of Hudi's CDC columns op, ts_ms, before and after.
 //
 // Usage: go-client read ENV_FILE TABLE_PATH REQUEST...
 package main
@@ -94,7 +95,12 @@ func readThroughDataSource(ctx context.Context, spark sql.SparkSession, path str
 			}
 			df, err = reader.Load(path)
 			must(err)
-			df, err = df.Select(ctx, functions.Col("id"), functions.Col("v"), functions.Col("ts"), functions.Col("part"))
+			if strings.HasPrefix(name, "cdc") { // Hudi's CDC schema
+				df, err = df.Select(ctx, functions.Col("op"), functions.Col("ts_ms"), functions.Col("before"),
+					functions.Col("after"))
+			} else {
+				df, err = df.Select(ctx, functions.Col("id"), functions.Col("v"), functions.Col("ts"), functions.Col("part"))
+			}
 		}
 		must(err)
 		rows, err := df.Collect(ctx)

@@ -3,7 +3,8 @@
 // The session is the Connect client's own class: the generic builder would look for a local Spark first.
 // Usage: HudiReads <sc:// URL with its token header> <table path> <request>...
 // A request is NAME or NAME:key=value;key=value (Hudi's read options); NAME "sql" reads through
-// CREATE TEMPORARY VIEW ... USING hudi. Prints each row of each request as "NAME\t<json>" (id, v, ts, part).
+// CREATE TEMPORARY VIEW ... USING hudi; a NAME starting "cdc" reads Hudi's CDC columns of a change query. Prints
+// each row of each request as "NAME\t<json>" (id, v, ts, part; or op, ts_ms, before, after).
 import java.util.List;
 
 import org.apache.spark.sql.DataFrameReader;
@@ -32,7 +33,9 @@ public final class HudiReads {
                             reader = reader.option(pair[0], pair[1]);
                         }
                     }
-                    rows = reader.load(path).select("id", "v", "ts", "part").collectAsList();
+                    rows = name.startsWith("cdc")  // Hudi's CDC schema
+                        ? reader.load(path).select("op", "ts_ms", "before", "after").collectAsList()
+                        : reader.load(path).select("id", "v", "ts", "part").collectAsList();
                 }
                 for (Row row : rows) {
                     System.out.println(name + "\t" + row.json());

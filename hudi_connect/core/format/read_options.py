@@ -25,6 +25,7 @@ INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 FALLBACK_FULL_SCAN = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
 PATH, PATHS = "path", "paths"
 START_OFFSET = "hoodie.datasource.streaming.startOffset"
+MAX_FILES_PER_TRIGGER = "maxFilesPerTrigger"  # Spark's rate limit of file streams (its file source, Delta's)
 
 
 class QueryType(Enum):
@@ -54,7 +55,7 @@ ANSWER_NEUTRAL = frozenset({
 })
 # Which option says what (each option listed once): the table of docs/format-hudi.md. A stream's options are
 # accepted by a batch read too, and mean nothing there, as in Hudi's own
-STREAMING = frozenset({START_OFFSET.lower()})
+STREAMING = frozenset({START_OFFSET.lower(), MAX_FILES_PER_TRIGGER.lower()})
 SUPPORTED = frozenset({QUERY_TYPE, AS_OF_INSTANT, BEGIN_INSTANT, END_INSTANT, INCREMENTAL_FORMAT,
                        FALLBACK_FULL_SCAN, PATH, *STREAMING})
 
@@ -69,12 +70,17 @@ class ReadQuery:
     begin: str | None = None
     end: str | None = None
     fallback_to_full_scan: bool = True
+    changes: bool = False  # incremental in Hudi's CDC format (incremental.format=cdc): change events, not records
 
 
 def read_query(options: Mapping[str, str]) -> ReadQuery:
     """The query Hudi's read options ask for; an option that would change the answer and is not implemented, or a
     contradictory combination, is refused by name."""
-    given = {key.lower(): value for key, value in options.items()}
+    return _query({key.lower(): value for key, value in options.items()}, streaming=False)
+
+
+def _query(given: Mapping[str, str], *, streaming: bool) -> ReadQuery:
+    """:func:`read_query` of lower-cased options; ``streaming``: a stream's, whose range is its offsets'."""
     if PATHS in given:
         raise UnsupportedOperationError(f"reading several tables in one load ({PATHS}={given[PATHS]}): load one "
                                         "table's path at a time")
@@ -106,38 +112,53 @@ def read_query(options: Mapping[str, str]) -> ReadQuery:
     if as_of is not None:
         raise InvalidOptionError(f"{AS_OF_INSTANT} applies to snapshot queries, not {QUERY_TYPE}=incremental")
     begin = given.get(BEGIN_INSTANT)
-    if begin is None:
+    if streaming:
+        stray = [key for key in (BEGIN_INSTANT, END_INSTANT) if key in given]
+        if stray:
+            raise InvalidOptionError(f"{', '.join(stray)} bound batch reads: a stream starts at "
+                                     f"{START_OFFSET} and reads every commit after it")
+    elif begin is None:
         raise InvalidOptionError(f"{QUERY_TYPE}=incremental needs {BEGIN_INSTANT} (an instant time, or 'earliest')")
     incremental_format = given.get(INCREMENTAL_FORMAT, "latest_state").strip().lower()
-    if incremental_format == "cdc":
-        raise UnsupportedOperationError(f"{INCREMENTAL_FORMAT}=cdc through format('hudi') is not implemented yet: "
-                                        "use HudiTable.changes() (hudi_connect) for change queries")
-    if incremental_format != "latest_state":
+    if incremental_format not in ("latest_state", "cdc"):
         raise InvalidOptionError(f"{INCREMENTAL_FORMAT}={incremental_format!r}: Hudi's formats are latest_state "
                                  "and cdc")
-    return ReadQuery(path, query_type, begin=begin, end=given.get(END_INSTANT), fallback_to_full_scan=fallback)
+    return ReadQuery(path, query_type, begin=begin, end=given.get(END_INSTANT), fallback_to_full_scan=fallback,
+                     changes=incremental_format == "cdc")
 
 
 @dataclass(frozen=True)
 class StreamQuery:
-    """A stream of the table's commits at ``path`` from ``start``: ``earliest``, ``latest`` or an instant time."""
+    """A stream of the table's commits at ``path`` from ``start``: ``earliest``, ``latest`` or an instant time;
+    ``changes``: as change events (Hudi's CDC format), else the latest state of the records each commit wrote."""
 
     path: str
     start: str = "earliest"
+    changes: bool = False
+    max_files: int | None = None  # per micro-batch, whole commits (at least one): the files their commits wrote
 
 
 def stream_query(options: Mapping[str, str]) -> StreamQuery:
-    """The stream Hudi's options ask for: its start offset; a query type or format other than the latest state
-    of the records each commit wrote is refused by name."""
-    query = read_query(options)
+    """The stream Hudi's options ask for: its start offset, its format (``cdc`` with
+    ``hoodie.datasource.query.type=incremental``, as Hudi's streaming source takes it) and Spark's
+    ``maxFilesPerTrigger``; a read-optimized or time travel stream is refused by name."""
     given = {key.lower(): value for key, value in options.items()}
+    query = _query(given, streaming=True)
     if query.query_type is QueryType.READ_OPTIMIZED or query.as_of is not None:
         raise UnsupportedOperationError(f"a stream reads each commit's records (incremental): "
                                         f"{QUERY_TYPE}=read_optimized and {AS_OF_INSTANT} are for batch reads")
     start = given.get(START_OFFSET.lower(), "earliest").strip()
-    if start.lower() in ("earliest", "latest"):
-        return StreamQuery(query.path, start.lower())
-    return StreamQuery(query.path, query_instant_time(start))
+    start = start.lower() if start.lower() in ("earliest", "latest") else query_instant_time(start)
+    return StreamQuery(query.path, start, query.changes, _positive(given, MAX_FILES_PER_TRIGGER.lower()))
+
+
+def _positive(given: Mapping[str, str], key: str) -> int | None:
+    value = given.get(key)
+    if value is None:
+        return None
+    if not value.strip().isdigit() or int(value) < 1:
+        raise InvalidOptionError(f"{key}={value!r}: a whole number of at least 1")
+    return int(value)
 
 
 def _boolean(given: Mapping[str, str], key: str, *, default: bool) -> bool:

@@ -19,7 +19,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from hudi_connect.cdc.query import JSON_OPTIONS, instant_millis
+from hudi_connect.cdc.query import instant_millis
+from hudi_connect.core.executor.image_json import JSON_OPTIONS
 from hudi_connect.reverse.changes import in_commit_order, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure
 

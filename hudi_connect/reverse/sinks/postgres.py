@@ -23,8 +23,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_connect.cdc.query import JSON_OPTIONS
 from hudi_connect.client.task_rows import spark_schema
+from hudi_connect.core.executor.image_json import JSON_OPTIONS
 from hudi_connect.core.executor.postgres import APPLIED, BatchFence, Connection, MergeStatements, apply_batch
 from hudi_connect.reverse.changes import latest_per_key, row_image
 from hudi_connect.reverse.sink import BatchContext, sink_failure

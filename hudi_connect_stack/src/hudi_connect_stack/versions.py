@@ -255,6 +255,12 @@ class SparkLine:
         return tuple(int(part) for part in self.name.split(".")) >= (4, 1)
 
     @property
+    def python_read_limits(self) -> bool:
+        """Whether Python streaming sources take read limits on this line (from 4.2: ``latestOffset(start,
+        limit)``), so ``maxFilesPerTrigger`` reaches the data source."""
+        return tuple(int(part) for part in self.name.split(".")) >= (4, 2)
+
+    @property
     def flavor(self) -> str:
         """The server flavour of this line's plain Connect server (``plain-4.1``)."""
         return f"plain-{self.name}"
