@@ -24,7 +24,7 @@ from hudi_connect.cdc.plan import ChangePlanner
 from hudi_connect.core.executor.cdc_events import change_events
 from hudi_connect.core.executor.contracts import CDC_SPLITS, CdcSplitRow
 from hudi_connect.core.executor.file_access import LocalFileAccess
-from hudi_connect.core.executor.image_json import images_json
+from hudi_connect.core.executor.image_json import check_renderable, images_json
 from hudi_connect.core.executor.refusals import worker_body
 from hudi_connect.core.executor.slices import SliceReadConfig
 from hudi_connect.core.format.read_options import ReadQuery
@@ -58,6 +58,7 @@ def change_scan_of(query: ReadQuery, tasks: int) -> ChangeScan:
         raise AssertionError("a change query has a begin (read_options)")
     planner = ChangePlanner(LocalFileAccess(), query.path)
     planned = planner.plan(query.begin, query.end, ())
+    check_renderable(planned.record_schema)  # refused here, not first in a worker
     return ChangeScan(CDC_SCHEMA, planned.config, file_group_splits(planned.rows, tasks),
                       planner.reader.view.listed_names)
 

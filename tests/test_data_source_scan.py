@@ -17,10 +17,16 @@ from hudi_connect_stack.testing.fixture_tables import fixture_names, unzip_fixtu
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_connect.core.errors import InvalidInstantError, InvalidOptionError, UnsupportedOperationError
+from hudi_connect.core.errors import (
+    InvalidInstantError,
+    InvalidOptionError,
+    UnsupportedOperationError,
+    UnsupportedTableFeatureError,
+)
 from hudi_connect.core.executor.cdc_events import change_events
 from hudi_connect.core.executor.contracts import CDC_SPLITS, CdcSplitRow
 from hudi_connect.core.executor.file_access import LocalFileAccess
+from hudi_connect.core.executor.image_json import check_renderable
 from hudi_connect.core.format.read_options import QueryType, ReadQuery, StreamQuery, read_query, stream_query
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.core.format.timeline import range_time
@@ -206,3 +212,11 @@ def test_a_scan_kept_from_schema_is_read_only_while_the_timeline_is_unchanged(tm
     (timeline / begun).write_bytes(b"")  # a writer began a commit
     again = current_scan(query, planned)
     assert again is not planned and again.timeline_names == planned.timeline_names | {begun}
+
+
+def test_images_the_worker_cannot_render_are_refused_when_planned() -> None:
+    """A change query whose images hold a type Spark's ``to_json`` spells by object identity (a map keyed by
+    binary) is refused by name when it is planned, by the rule the worker renders with."""
+    check_renderable(pa.schema([("id", pa.int64()), ("tags", pa.map_(pa.string(), pa.list_(pa.int32())))]))
+    with pytest.raises(UnsupportedTableFeatureError, match="by object identity"):
+        check_renderable(pa.schema([("id", pa.int64()), ("blobs", pa.map_(pa.binary(), pa.int32()))]))

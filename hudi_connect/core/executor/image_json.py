@@ -60,6 +60,12 @@ def images_json(images: pa.Array | pa.ChunkedArray) -> pa.StringArray:
     return pa.array(_json_texts(array, "image"), pa.string())
 
 
+def check_renderable(record: pa.Schema) -> None:
+    """Refuse, where a read is planned, images of ``record`` that :func:`images_json` would refuse in a worker:
+    rendering no image walks the types by the same rules."""
+    images_json(pa.array([], pa.struct(list(record))))
+
+
 def _json_texts(array: pa.Array, path: str) -> Texts:
     """``array``'s values as JSON text; ``path`` names the field in refusals."""
     if pa.types.is_dictionary(array.type):
