@@ -77,6 +77,9 @@ def test_hudis_read_options_become_the_query() -> None:
                        "hoodie.datasource.read.begin.instanttime": "earliest",
                        "hoodie.datasource.query.incremental.format": "CDC"}) == \
         ReadQuery("/t", QueryType.INCREMENTAL, begin="earliest", changes=True)
+    for start in ("000", "0", " 00000000000000000 "):  # Hudi's own "from the start"
+        assert read_query({"path": "/t", "hoodie.datasource.query.type": "incremental",
+                           "hoodie.datasource.read.begin.instanttime": start}).begin == "earliest"
 
 
 @pytest.mark.parametrize(("options", "error", "named"), [

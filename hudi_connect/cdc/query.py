@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Literal
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -49,7 +50,7 @@ from hudi_connect.core.executor.cdc_as_is import (
 )
 from hudi_connect.core.executor.cdc_events import change_events, event_schema
 from hudi_connect.core.executor.contracts import CDC_SPLITS, CdcSplitRow
-from hudi_connect.core.executor.image_json import JSON_OPTIONS
+from hudi_connect.core.executor.image_json import JSON_OPTIONS, check_renderable
 from hudi_connect.core.executor.slices import SliceReadConfig
 from hudi_connect.core.format.expressions import Expression
 from hudi_connect.core.format.table_schema import META_COLUMNS
@@ -70,6 +71,7 @@ class _Plan:
     spark_schema: StructType
     events_schema: StructType
     choice: DecodingChoice | None  # None: no split reads DATA_BEFORE_AFTER .cdc records
+    record_schema: pa.Schema  # the images' fields, as the planner read them
 
 
 def delete_first() -> Column:
@@ -141,9 +143,9 @@ class ChangeQuery:
         record_rows = [row for row, whole in zip(rows, planned.whole_events, strict=True) if whole]
         choice = self._decoding(record_rows, config, spark_schema, planned.cdc_bytes) if record_rows else None
         if choice is None or choice.decoder == "python":
-            return _Plan(rows, [], config, spark_schema, events_schema, choice)
+            return _Plan(rows, [], config, spark_schema, events_schema, choice, planned.record_schema)
         python_rows = [row for row, whole in zip(rows, planned.whole_events, strict=True) if not whole]
-        return _Plan(python_rows, record_rows, config, spark_schema, events_schema, choice)
+        return _Plan(python_rows, record_rows, config, spark_schema, events_schema, choice, planned.record_schema)
 
     def _split_rows(self, rows: list[CdcSplitRow]) -> DataFrame:
         """``rows`` as a DataFrame sliced as Spark slices a local relation: one task per core of the server,
@@ -195,10 +197,13 @@ class ChangeQuery:
         self._reader.view.keep_cdc_schemas(keys, schemas)
         return schemas
 
-    def _events(self, begin: InstantLike, end: InstantLike | None,
-                predicates: Sequence[Expression]) -> tuple[DataFrame, StructType]:
-        """Events with images as structs of the record schema (the second value)."""
+    def _events(self, begin: InstantLike, end: InstantLike | None, predicates: Sequence[Expression],
+                rendered: bool = False) -> tuple[DataFrame, StructType]:
+        """Events with images as structs of the record schema (the second value); ``rendered``: to be
+        written as JSON text, refused here where Spark's to_json would write a value's identity."""
         plan = self._plan(begin, end, predicates)
+        if rendered:
+            check_renderable(plan.record_schema)
         parts = []
         if plan.python_rows:
             ship_package(self._spark)
@@ -246,7 +251,7 @@ class ChangeQuery:
             raise ValueError("deduplication_mode and compute_updates shape Spark's change rows: format='spark'")
         if format == "spark":
             check_options(deduplication_mode, compute_updates)  # before anything runs
-        events, schema = self._kept_events(begin, end, predicates)
+        events, schema = self._kept_events(begin, end, predicates, rendered=format == "hudi")
         if format == "hudi":
             return events.select("op", "ts_ms", _image_json("before", schema).alias("before"),
                                  _image_json("after", schema).alias("after"))
@@ -278,11 +283,12 @@ class ChangeQuery:
         events, schema = self._kept_events(begin, end, predicates)
         return _typed(events), schema
 
-    def _kept_events(self, begin: InstantLike, end: InstantLike | None,
-                     predicates: UserPredicates) -> tuple[DataFrame, StructType]:
+    def _kept_events(self, begin: InstantLike, end: InstantLike | None, predicates: UserPredicates,
+                     rendered: bool = False) -> tuple[DataFrame, StructType]:
         given = as_sequence(predicates)
         translations = translate_all(given)
-        events, schema = self._events(begin, end, [t.pruning for t in translations if t.pruning is not None])
+        events, schema = self._events(begin, end, [t.pruning for t in translations if t.pruning is not None],
+                                      rendered)
         ours = [p for p in given if isinstance(p, Expression)]
         if ours and len(ours) == len(given):  # a change is kept when either image satisfies the predicates
             events = events.where(F.coalesce(all_of(ours, "before"), F.lit(False))

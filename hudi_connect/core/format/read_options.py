@@ -123,8 +123,16 @@ def _query(given: Mapping[str, str], *, streaming: bool) -> ReadQuery:
     if incremental_format not in ("latest_state", "cdc"):
         raise InvalidOptionError(f"{INCREMENTAL_FORMAT}={incremental_format!r}: Hudi's formats are latest_state "
                                  "and cdc")
-    return ReadQuery(path, query_type, begin=begin, end=given.get(END_INSTANT), fallback_to_full_scan=fallback,
-                     changes=incremental_format == "cdc")
+    return ReadQuery(path, query_type, begin=_begin(begin), end=given.get(END_INSTANT),
+                     fallback_to_full_scan=fallback, changes=incremental_format == "cdc")
+
+
+def _begin(text: str | None) -> str | None:
+    """A begin instant as our ranges name it: Hudi's "from the start", zeros ("000" in its quick start; "0"),
+    before every instant time as Hudi orders them, is ``earliest``; any other text as given."""
+    if text is not None and text.strip() and not text.strip("0 "):
+        return "earliest"
+    return text
 
 
 @dataclass(frozen=True)
