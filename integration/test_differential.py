@@ -18,10 +18,22 @@ from pathlib import Path
 import pytest
 from hudi_connect_stack.provision import cache_dir
 from hudi_connect_stack.testing.plugin import spark4_server
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from integration.differential.runner import run_scenario
-from integration.differential.scenario import Record, Request, Scenario, Service, Shape, Write
+from integration.differential.scenario import (
+    FEATURES,
+    Record,
+    Request,
+    Scenario,
+    Service,
+    Shape,
+    Write,
+    features_of,
+    scenarios,
+)
 from integration.differential.session import Tally, check_seed, explore, root_causes
 from integration.differential.spark4_reader import Spark4Reader
 
@@ -51,6 +63,30 @@ def test_root_causes_count_the_deepest_cause_of_each_trace_whatever_varies() -> 
            "java.lang.NullPointerException", "\tat org.apache.hudi.common.util.Option.get(Option.java:12)", "INFO"]
     assert root_causes(log) == {'java.lang.NumberFormatException: For input string: "…" in …': 2,
                                 "java.lang.NullPointerException": 1}
+
+
+@settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_a_focused_run_draws_its_features_into_every_scenario(data: st.DataObject) -> None:
+    """``--focus``: every scenario has the features named, where Hudi writes them (log compaction: MOR; two
+    ordering fields: table version 8 or 9; a bootstrap first, of one ordering field), and the report's count by
+    feature is the scenarios'."""
+    focus = frozenset(data.draw(st.sets(st.sampled_from(FEATURES), min_size=1)))
+    scenario = data.draw(scenarios(focus=focus))
+    found = features_of(scenario)
+    two_fields = any(f.startswith("two ordering fields") for f in found)
+    bootstrapped = any(f.endswith("bootstrap") for f in found)
+    if "log_compaction" in focus:
+        assert scenario.shape.is_mor and "log compaction" in found
+    if {"ordering_fields", "bootstrap"} <= focus:  # Hudi writes no bootstrap of several ordering fields
+        assert two_fields != bootstrapped
+    elif "ordering_fields" in focus:
+        assert scenario.shape.version in (8, 9) and two_fields
+    elif "bootstrap" in focus:
+        assert bootstrapped
+    tally = Tally()
+    tally.count_features(scenario, 60.0, 3)
+    assert set(tally.feature_scenarios) == set(found) and all(tally.feature_requests[f] == 3 for f in found)
 
 
 @pytest.mark.parametrize("seed_value", CI_SEEDS)
@@ -211,6 +247,8 @@ MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))
 # (python -m integration.differential: 4.3 unless told); none under pytest alone, whose Spark 4 set-up may not be
 # done when leg 1 gets here (CI's slice of that reader: integration/test_spark4.py, on the Spark 4 legs)
 SPARK4_LINE = os.environ.get("HUDI_CONNECT_DIFFERENTIAL_SPARK4", "")
+# features every drawn scenario has (comma-separated, of scenario.FEATURES): a run spent on them
+FOCUS = frozenset(f for f in os.environ.get("HUDI_CONNECT_DIFFERENTIAL_FOCUS", "").split(",") if f)
 
 
 def _spark4_reader(request: pytest.FixtureRequest, tmp_path: Path, stack: contextlib.ExitStack) -> Spark4Reader:
@@ -234,7 +272,7 @@ def test_differential_run(request: pytest.FixtureRequest, spark: SparkSession, p
     with contextlib.ExitStack() as stack:
         spark4 = _spark4_reader(request, tmp_path, stack) if SPARK4_LINE else None
         tally.spark4_line = spark4.line if spark4 else ""
-        explore(writer, plain_spark, _paths(tmp_path), first, MINUTES, tally, RELEASE, oracles, spark4)
+        explore(writer, plain_spark, _paths(tmp_path), first, MINUTES, tally, RELEASE, oracles, spark4, FOCUS)
     log = request.getfixturevalue("hudi_connect_run_dir") / WRITER_SERVICES[RELEASE] / "server.log"
     if log.is_file():  # a local process's (a container's log is the engine's)
         with log.open(errors="replace") as lines:

@@ -1,5 +1,6 @@
-"""``python -m integration.differential --minutes N [--seed S] [--release R] [--spark4 LINE] [--report F]``: a long
-differential run, through pytest so that the stack's fixtures start (and stop) the servers it needs."""
+"""``python -m integration.differential --minutes N [--seed S] [--release R] [--spark4 LINE] [--focus F,...]
+[--report F]``: a long differential run, through pytest so that the stack's fixtures start (and stop) the servers
+it needs; ``--focus`` spends it on scenarios that all have the features named."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import sys
 
 import pytest
+
+from integration.differential.scenario import FEATURES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,7 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", help="write the run's Markdown report to this file")
     parser.add_argument("--spark4", choices=["4.0", "4.1", "4.2", "4.3", "none"], default="4.3",
                         help="the Spark 4 line that also reads, ANSI on (default 4.3; needs ci/setup-spark4.sh LINE)")
+    parser.add_argument("--focus", type=lambda text: text.split(","), default=[],
+                        help=f"features every scenario has, comma-separated: {', '.join(FEATURES)}")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.focus) - set(FEATURES))
+    if unknown:
+        parser.error(f"--focus: no feature {', '.join(unknown)}; the features are {', '.join(FEATURES)}")
+    os.environ["HUDI_CONNECT_DIFFERENTIAL_FOCUS"] = ",".join(args.focus)
     os.environ["HUDI_CONNECT_DIFFERENTIAL_SPARK4"] = "" if args.spark4 == "none" else args.spark4
     os.environ["HUDI_CONNECT_DIFFERENTIAL_MINUTES"] = str(args.minutes)
     os.environ["HUDI_CONNECT_DIFFERENTIAL_RELEASE"] = args.release

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, reject, seed, settings
 from pyspark.sql import SparkSession
 
 from integration.differential.runner import HudiWriteFailed, Outcome, reproduction, run_scenario
-from integration.differential.scenario import Scenario, Shape, scenarios
+from integration.differential.scenario import Scenario, Shape, features_of, scenarios
 from integration.differential.spark4_reader import Spark4Reader
 
 SCENARIOS_PER_SEED = 20
@@ -43,6 +43,17 @@ class Tally:
     failures: list[str] = field(default_factory=list)  # per failing seed: its shrunk reproduction
     spark4_line: str = ""  # the Spark 4 reader's server version, where one reads beside
     server_causes: Counter[str] = field(default_factory=Counter)  # root_causes() of the writing server's log
+    # per feature (scenario.features_of) of the scenarios compared: how many, their seconds, their requests
+    feature_scenarios: Counter[str] = field(default_factory=Counter)
+    feature_seconds: Counter[str] = field(default_factory=Counter)
+    feature_requests: Counter[str] = field(default_factory=Counter)
+
+    def count_features(self, scenario: Scenario, seconds: float, requests: int) -> None:
+        """A compared scenario's share of the run, counted for each feature it has."""
+        for feature in features_of(scenario):
+            self.feature_scenarios[feature] += 1
+            self.feature_seconds[feature] += seconds  # type: ignore[assignment]
+            self.feature_requests[feature] += requests
 
     def report(self, minutes: float, release: str) -> str:
         lines = [f"# Differential run: Hudi {release}, {minutes:.1f} minutes",
@@ -50,6 +61,11 @@ class Tally:
                  f"({len(self.seeds)}), scenarios run {self.scenarios}, "
                  f"requests compared {sum(self.outcome.compared.values())}", "", "| outcome | requests |", "|---|---|"]
         lines += [f"| {kind} | {n} |" for kind, n in self.outcome.compared.most_common()]
+        if self.feature_scenarios:
+            lines += ["", "By feature (scenarios compared that have it; a scenario may have several)", "",
+                      "| feature | scenarios | minutes | requests compared |", "|---|---|---|---|"]
+            lines += [f"| {name} | {n} | {self.feature_seconds[name] / 60:.1f} | {self.feature_requests[name]} |"
+                      for name, n in sorted(self.feature_scenarios.items())]
         concurrent = ", ".join(f"{n} {kind}" for kind, n in self.outcome.concurrent.most_common()) or "none"
         lines += ["", f"Concurrent writes (two writers at once, multi-writer mode): {concurrent}"]
         lines += ["", f"Hudi write failures (scenarios discarded): {sum(self.hudi_write_failures.values())}"]
@@ -98,25 +114,28 @@ def root_causes(log: Iterable[str]) -> Counter[str]:
 def check_seed(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str], seed_value: int,
                examples: int, tally: Tally, release: str = "1.2",
                oracles: dict[str, SparkSession] | None = None, deadline: float | None = None,
-               spark4: Spark4Reader | None = None) -> None:
+               spark4: Spark4Reader | None = None, focus: frozenset[str] = frozenset()) -> None:
     """Draws ``examples`` scenarios from ``seed_value`` and compares each; raises (after shrinking) on a
     difference. Hypothesis draws the simplest scenario first, so ask for two or more. Past ``deadline``
-    (``time.monotonic()``), no new scenario runs (shrinking a failure still does)."""
+    (``time.monotonic()``), no new scenario runs (shrinking a failure still does). ``focus``: features every
+    scenario has (:data:`~integration.differential.scenario.FEATURES`)."""
     shrinking = False
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False, print_blob=False,
               phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
-    @given(scenarios().filter(lambda s: writes(release, s.shape)))
+    @given(scenarios(focus=focus).filter(lambda s: writes(release, s.shape)))
     def check(scenario: Scenario) -> None:
         nonlocal shrinking
         if deadline is not None and time.monotonic() > deadline and not shrinking:
             return  # the seed's remaining examples pass unrun: rejected, Hypothesis drew on for many minutes
         tally.scenarios += 1
+        began = time.monotonic()
         try:
             outcome = run_scenario(spark, plain, new_path(), scenario, oracles, spark4)
         except HudiWriteFailed as failure:
             tally.hudi_write_failures[str(failure).split(": ", 1)[-1][:120]] += 1
             reject()
+        tally.count_features(scenario, time.monotonic() - began, sum(outcome.compared.values()))
         tally.outcome.add(outcome)
         shrinking = shrinking or bool(outcome.differences)
         assert not outcome.differences, (
@@ -130,14 +149,16 @@ def check_seed(spark: SparkSession, plain: SparkSession, new_path: Callable[[], 
 
 def explore(spark: SparkSession, plain: SparkSession, new_path: Callable[[], str], first_seed: int,
             minutes: float, tally: Tally, release: str = "1.2",
-            oracles: dict[str, SparkSession] | None = None, spark4: Spark4Reader | None = None) -> None:
+            oracles: dict[str, SparkSession] | None = None, spark4: Spark4Reader | None = None,
+            focus: frozenset[str] = frozenset()) -> None:
     """Seed after seed (``SCENARIOS_PER_SEED`` each) until ``minutes`` are spent; failing seeds are kept, not
     fatal."""
     deadline = time.monotonic() + minutes * 60
     current = first_seed
     while time.monotonic() < deadline:
         try:
-            check_seed(spark, plain, new_path, current, SCENARIOS_PER_SEED, tally, release, oracles, deadline, spark4)
+            check_seed(spark, plain, new_path, current, SCENARIOS_PER_SEED, tally, release, oracles, deadline, spark4,
+                       focus)
         except AssertionError as failure:
             tally.failures.append(f"## seed {current}\n```\n{failure}\n```")
             print(tally.failures[-1], flush=True)
