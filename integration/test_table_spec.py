@@ -173,7 +173,7 @@ def test_metadata_table_behind_falls_back_to_storage(
         path.unlink()
     assert_listings_agree(plain_spark, local_base_path, expect_metadata=False)
     # the record index has no such fallback: it would still place key 1, which the latest commit deleted
-    with pytest.raises(MetadataTableError, match=f"has not caught up .* for {latest.requested_time}"):
+    with pytest.raises(MetadataTableError, match=f"has not caught up .* reflect {latest.requested_time}"):
         RecordIndex(plain_spark, local_base_path).tag(["1", "7"])
 
 

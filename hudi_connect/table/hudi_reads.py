@@ -7,6 +7,8 @@ fallback.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_connect.client.instants import InstantLike, resolve_instant
@@ -29,12 +31,20 @@ class HudiReads:
     """Hudi's own query types through its Spark datasource: snapshot, read-optimized, time travel,
     incremental and CDC, each a DataFrame Hudi's bundle on the server plans."""
 
-    def __init__(self, spark: SparkSession, base_path: str, view: TimelineView) -> None:
+    def __init__(self, spark: SparkSession, base_path: str, view: TimelineView,
+                 options: Mapping[str, str] | None = None) -> None:
         self._spark = spark
         self._base_path = base_path
         self._view = view
+        self._options = dict(options or {})
+
+    def listing_storage(self) -> HudiReads:
+        """The same reads with Hudi listing the table's files on storage rather than in its metadata table
+        (``hoodie.metadata.enable=false``): Hudi's answer where its metadata table misses a commit's files."""
+        return HudiReads(self._spark, self._base_path, self._view, {**self._options, "hoodie.metadata.enable": "false"})
 
     def _read(self, options: dict[str, str]) -> DataFrame:
+        options = {**options, **self._options}
         properties = self._view.properties
         if self._uses_schema_on_read():
             # Hudi matches columns by id only when the read asks for it; otherwise a renamed column reads null

@@ -22,13 +22,14 @@ from hudi_connect.core.errors import MetadataTableError, UnsupportedOperationErr
 from hudi_connect.core.executor.contracts import LOCATIONS
 from hudi_connect.core.executor.metadata_reader import (
     KEYS_SCHEMA,
+    METADATA_ARCHIVE_DIRS,
     METADATA_DIR,
     METADATA_TIMELINE_DIRS,
     DataTimeline,
     MetadataSource,
-    caught_up,
     locate,
     metadata_timeline_of,
+    missing_instants,
 )
 from hudi_connect.core.executor.object_store import StorageOp
 from hudi_connect.core.format.metadata import RecordLocation
@@ -78,15 +79,19 @@ class RecordIndex:
         table's and the metadata table's timelines are listed in one task."""
         metadata = f"{self._base_path}/{METADATA_DIR}/.hoodie"
         listing, properties, *metadata_listings = run_storage_ops(self._spark, [*self.view.listing_ops(), *(
-            StorageOp.list(f"{metadata}/{d}" if d else metadata) for d in METADATA_TIMELINE_DIRS)])
+            StorageOp.list(f"{metadata}/{d}" if d else metadata)
+            for d in (*METADATA_TIMELINE_DIRS, *METADATA_ARCHIVE_DIRS.values()))])
         source = MetadataSource(self._base_path, DataTimeline.of(self.view.timeline_of(listing, properties)),
                                 self.view.properties.version)
+        timelines, archives = metadata_listings[:len(METADATA_TIMELINE_DIRS)], metadata_listings[len(
+            METADATA_TIMELINE_DIRS):]
         metadata_timeline = metadata_timeline_of([(name, mtime) for name, _, mtime in result.files]
-                                                 for result in metadata_listings)
-        if not caught_up(source, metadata_timeline):
+                                                 for result in timelines)
+        missing = missing_instants(source, metadata_timeline, lambda: any(result.files for result in archives))
+        if missing:
             raise MetadataTableError(
-                f"the metadata table of {self._base_path} has not caught up with the data table (it has no completed "
-                f"deltacommit for {source.data.latest_tracked}: a writer committed without updating it, or it is "
-                "being rebuilt), so its record index would answer for an older state; look the keys up once a "
-                "write has brought it up to date, or read the table")
+                f"the metadata table of {self._base_path} has not caught up with the data table (it does not "
+                f"reflect {', '.join(missing[:3])}{' and more' if len(missing) > 3 else ''}: a writer committed "
+                "without updating it, or it is being rebuilt), so its record index would answer for an older state; "
+                "look the keys up once a write has brought it up to date, or read the table")
         return source

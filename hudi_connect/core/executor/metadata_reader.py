@@ -9,16 +9,17 @@ HUDI-2285's reader side: a log block counts only if its instant is a completed
 data-table instant, or a completed metadata deltacommit that stands for no
 pending data-table instant (initialization and indexing write such). A crashed
 write leaves its metadata deltacommit completed and its data instant pending:
-its files stay invisible. When the metadata table has not caught up with the
-data table's latest completed instant, the task lists storage instead.
+its files stay invisible. When the metadata table lacks a completed data-table
+instant (:func:`caught_up`), the task lists storage instead.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import repeat
 
 import pyarrow as pa
@@ -63,14 +64,16 @@ class DataTimeline:
 
     completed: frozenset[str]  # requested times of completed instants, every action
     pending: frozenset[str]
-    latest_tracked: str | None  # the last completed instant the metadata table must have
+    # the completed instants the metadata table must have, as (requested, completion) times, in requested order
+    tracked: tuple[tuple[str, str | None], ...]
 
     @classmethod
     def of(cls, timeline: Timeline) -> DataTimeline:
         """The instant times of the data table's timeline, built on the client and shipped to the tasks."""
-        tracked = [i.requested_time for i in timeline if i.is_completed and i.action in TRACKED_ACTIONS]
+        tracked = sorted((i.requested_time, i.completion_time) for i in timeline
+                         if i.is_completed and i.action in TRACKED_ACTIONS)
         return cls(frozenset(i.requested_time for i in timeline if i.is_completed),
-                   frozenset(i.requested_time for i in timeline if not i.is_completed), max(tracked, default=None))
+                   frozenset(i.requested_time for i in timeline if not i.is_completed), tuple(tracked))
 
 
 @dataclass(frozen=True)
@@ -91,16 +94,6 @@ class MetadataSource:
 METADATA_TIMELINE_DIRS = ("timeline", "")
 
 
-def metadata_timeline_of(listings: Iterable[Iterable[tuple[str, int | None]]]) -> Timeline | None:
-    """The metadata table's timeline from the (name, modification ms) of the files of each of
-    :data:`METADATA_TIMELINE_DIRS`, in order: the first holding instant files is the timeline."""
-    for listing in listings:
-        files = [p for p in (parse_instant_file_name(name, mtime) for name, mtime in listing) if p is not None]
-        if files:
-            return Timeline.from_files(files)
-    return None
-
-
 @dataclass(frozen=True)
 class MetadataTimeline:
     """The metadata table's timeline, and the table version its files follow, told by where its timeline is:
@@ -110,14 +103,23 @@ class MetadataTimeline:
     version: int
 
 
-def _metadata_timeline(source: MetadataSource) -> MetadataTimeline | None:
-    for directory in METADATA_TIMELINE_DIRS:
-        infos = list_directory(join(source.metadata_uri, ".hoodie", directory))
-        timeline = metadata_timeline_of([[(i.base_name, int(i.mtime.timestamp() * 1000) if i.mtime else None)
-                                          for i in infos if i.type == pafs.FileType.File]])
-        if timeline is not None:
-            return MetadataTimeline(timeline, 8 if directory else 6)
+def metadata_timeline_of(listings: Iterable[Iterable[tuple[str, int | None]]]) -> MetadataTimeline | None:
+    """The metadata table's timeline from the (name, modification ms) of the files of each of
+    :data:`METADATA_TIMELINE_DIRS`, in order: the first holding instant files is the timeline."""
+    for directory, listing in zip(METADATA_TIMELINE_DIRS, listings, strict=False):
+        files = [p for p in (parse_instant_file_name(name, mtime) for name, mtime in listing) if p is not None]
+        if files:
+            return MetadataTimeline(Timeline.from_files(files), 8 if directory else 6)
     return None
+
+
+def _metadata_timeline(source: MetadataSource) -> MetadataTimeline | None:
+    def listing(directory: str) -> list[tuple[str, int | None]]:
+        infos = list_directory(join(source.metadata_uri, ".hoodie", directory))
+        return [(i.base_name, int(i.mtime.timestamp() * 1000) if i.mtime else None)
+                for i in infos if i.type == pafs.FileType.File]
+
+    return metadata_timeline_of(listing(directory) for directory in METADATA_TIMELINE_DIRS)
 
 
 def valid_block_instants(source: MetadataSource, metadata_timeline: Timeline) -> frozenset[str]:
@@ -127,14 +129,53 @@ def valid_block_instants(source: MetadataSource, metadata_timeline: Timeline) ->
     return frozenset(source.data.completed | own)
 
 
-def caught_up(source: MetadataSource, metadata_timeline: Timeline | None) -> bool:
-    """Whether the metadata table has completed the deltacommit of the data table's latest completed instant
-    that writes one, so that its listing and statistics are current (False without a metadata timeline)."""
-    if metadata_timeline is None:
-        return False
-    if source.data.latest_tracked is None:
-        return True
-    return any(i.requested_time == source.data.latest_tracked and i.is_completed for i in metadata_timeline)
+# where the metadata table keeps the instants it archived, below its .hoodie, by the version its files follow
+METADATA_ARCHIVE_DIRS = {6: "archived", 8: "timeline/history"}
+
+
+def missing_instants(source: MetadataSource, metadata: MetadataTimeline | None,
+                     archived: Callable[[], bool]) -> list[str]:
+    """The completed data-table instants the metadata table does not reflect (all of them without a metadata
+    timeline). An instant is reflected by a completed metadata instant of its own time, or by the files
+    partition's initialization when it completed before that (the initialization listed storage): on version 6
+    a requested time up to the initialization's (``<latest completed>010``), on 8 and later a completion time up
+    to its completion (it is named ``00000000000000000``). The initialization is the metadata table's first
+    instant, a deltacommit of no data-table instant, while the metadata table has archived nothing
+    (``archived``, asked only when an instant has no deltacommit of its own); once it is archived, so are the
+    data-table instants it covered, as the metadata table archives nothing newer than the data table's first.
+
+    The latest instant alone is not enough: a writer that cannot initialize a new metadata partition while
+    another writer is pending (Hudi 1.2, version 6) completes its commit without a deltacommit, and the other
+    writer's deltacommit lands after it. The metadata table then lacks the first commit's files, and Hudi's own
+    read through it loses committed rows (the differential tester's seed 70072)."""
+    if metadata is None:
+        return [requested for requested, _ in source.data.tracked]
+    # a deltacommit; for a data-table rollback on version 8+, the metadata table's rollback of the same time
+    own = {i.requested_time for i in metadata.timeline if i.is_completed}
+    lacking = [(requested, completion) for requested, completion in source.data.tracked if requested not in own]
+    first = next(iter(metadata.timeline), None)
+    if not lacking or first is None or not first.is_completed or first.action is not Action.DELTA_COMMIT \
+            or first.requested_time in source.data.completed | source.data.pending or archived():
+        return [requested for requested, _ in lacking]
+
+    def initialized_before(requested: str, completion: str | None) -> bool:
+        if metadata.version < 8:
+            return requested <= first.requested_time
+        return completion is not None and first.completion_time is not None and completion <= first.completion_time
+
+    return [requested for requested, completion in lacking if not initialized_before(requested, completion)]
+
+
+def _archived(source: MetadataSource, metadata: MetadataTimeline) -> bool:
+    """Whether the metadata table has archived instants."""
+    directory = join(source.metadata_uri, ".hoodie", METADATA_ARCHIVE_DIRS[6 if metadata.version < 8 else 8])
+    return any(info.type == pafs.FileType.File for info in list_directory(directory))
+
+
+def caught_up(source: MetadataSource, metadata: MetadataTimeline | None) -> bool:
+    """Whether the metadata table reflects every completed data-table instant that writes to it, so that its
+    listing and statistics are current (:func:`missing_instants`); inside a worker."""
+    return metadata is not None and not missing_instants(source, metadata, partial(_archived, source, metadata))
 
 
 def partition_slices(source: MetadataSource, metadata: MetadataTimeline, partition: str) -> list[FileSlice]:
@@ -243,7 +284,7 @@ def list_through_metadata(source: MetadataSource, keep: PartitionFilter,
     for batch in batches:
         for _ in range(batch.num_rows):
             metadata = _metadata_timeline(source)
-            if metadata is not None and caught_up(source, metadata.timeline):
+            if metadata is not None and caught_up(source, metadata):
                 for listing in _metadata_listing(source, metadata, keep):
                     yield listing.append_column("source", pa.array(["metadata"] * listing.num_rows, pa.string()))
             else:
@@ -322,7 +363,7 @@ def match_by_metadata_stats(source: MetadataSource, keep: PartitionFilter, predi
     for batch in batches:
         for shard, shards in zip(batch.column("shard").to_pylist(), batch.column("shards").to_pylist(), strict=True):
             metadata = _metadata_timeline(source)
-            if metadata is None or not caught_up(source, metadata.timeline):
+            if metadata is None or not caught_up(source, metadata):
                 continue  # no statistics: nothing is pruned
             valid = valid_block_instants(source, metadata.timeline)
             partitions = _kept_partitions(source, metadata, valid, keep)
