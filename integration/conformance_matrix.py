@@ -29,6 +29,7 @@ from typing import Any
 
 from allpairspy import AllPairs
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 DIMENSIONS: OrderedDict[str, list[str]] = OrderedDict([
     ("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"]),
@@ -103,14 +104,55 @@ class Cell:
     schema_change: str
     archival: str = "none"
     writer: str = "datasource"
+    # the features of FEATURE_DIMENSIONS, in cells of their own (feature_cells): named in an id only when drawn
+    log_compaction: str = "off"
+    ordering: str = "ts"
+    bootstrap: str = "none"
 
     @property
     def id(self) -> str:
-        return "-".join(str(v) for v in asdict(self).values())
+        values = asdict(self)
+        features = {name: values.pop(name) for name in FEATURE_DIMENSIONS}
+        drawn = [f"{name}={value}" for name, value in features.items() if value != FEATURE_DIMENSIONS[name][0]]
+        return "-".join([*(str(v) for v in values.values()), *drawn])
 
     @property
     def is_mor(self) -> bool:
         return self.table_type == "MERGE_ON_READ"
+
+
+# Table features Hudi 1.2 writes that the pairwise dimensions leave out (issue #70), each in a few cells of its own
+# beside the usual ones (feature_cells); the first value of each is what every other cell has
+FEATURE_DIMENSIONS: OrderedDict[str, list[str]] = OrderedDict([
+    # MOR: Hudi's log compaction inline, as soon as a file slice has two log blocks (beside its compaction)
+    ("log_compaction", ["off", "on"]),
+    # two ordering fields (table version 8+), compared field by field: a tie on ts is broken by score
+    ("ordering", ["ts", "ts,score"]),
+    # the first write a bootstrap of a Parquet folder of its rows, partitioned hive-style
+    ("bootstrap", ["none", "metadata_only", "full_record"]),
+])
+
+
+def feature_cells() -> list[Cell]:
+    """Each feature of :data:`FEATURE_DIMENSIONS` on COW and MOR (log compaction: MOR), across table versions,
+    indexes, the metadata table, CDC modes and an added column."""
+    mor, cow = "MERGE_ON_READ", "COPY_ON_WRITE"
+    return [
+        Cell(mor, "6", "simple", "avro", "event_time", "BLOOM", "on", "OP_KEY_ONLY", "none", log_compaction="on"),
+        Cell(mor, "8", "complex", "parquet", "commit_time", "SIMPLE", "off", "DATA_BEFORE_AFTER", "add_column",
+             log_compaction="on"),
+        Cell(mor, "9", "simple", "avro", "event_time", "RECORD_INDEX", "on", "off", "none", log_compaction="on"),
+        Cell(cow, "8", "simple", "avro", "event_time", "BLOOM", "on", "DATA_BEFORE_AFTER", "none", ordering="ts,score"),
+        Cell(mor, "9", "complex", "avro", "event_time", "SIMPLE", "on", "OP_KEY_ONLY", "add_column",
+             ordering="ts,score"),
+        Cell(mor, "8", "simple", "parquet", "event_time", "BLOOM", "off", "off", "none", ordering="ts,score"),
+        Cell(cow, "9", "simple", "avro", "event_time", "BLOOM", "on", "off", "none", bootstrap="metadata_only"),
+        Cell(mor, "6", "simple", "avro", "event_time", "SIMPLE", "on", "off", "add_column",
+             bootstrap="metadata_only"),
+        Cell(cow, "6", "simple", "avro", "event_time", "SIMPLE", "off", "OP_KEY_ONLY", "none",
+             bootstrap="full_record"),
+        Cell(mor, "9", "simple", "avro", "event_time", "BLOOM", "on", "off", "none", bootstrap="full_record"),
+    ]
 
 
 # The writer release as a dimension where it applies (issue #32): tables Hudi 0.15.0 and 1.0.2 write themselves,
@@ -221,6 +263,11 @@ def writer_options(cell: Cell, name: str) -> dict[str, str]:
     if cell.is_mor:
         options["hoodie.compact.inline"] = "true"
         options["hoodie.compact.inline.max.delta.commits"] = "4"
+    if cell.log_compaction == "on":
+        options |= {"hoodie.log.compaction.inline": "true", "hoodie.log.compaction.blocks.threshold": "2"}
+    options["hoodie.datasource.write.precombine.field"] = cell.ordering
+    if cell.bootstrap != "none":  # Hudi bootstraps a folder partitioned hive-style
+        options["hoodie.datasource.write.hive_style_partitioning"] = "true"
     keys = {
         "simple": ("id", "part", "SimpleKeyGenerator"),
         "complex": ("id,k2", "part,k2", "ComplexKeyGenerator"),
@@ -265,6 +312,39 @@ def _evolved_row(key: int, ts: int, name: str, extra: str | None) -> tuple[Any, 
     return (*row[:-3], 2**33 + key, row[-2], extra)
 
 
+def _scored(row: tuple[Any, ...], score: int) -> tuple[Any, ...]:
+    return (*row[:-3], score, *row[-2:])
+
+
+BOOTSTRAP_SELECTORS = {
+    "metadata_only": "org.apache.hudi.client.bootstrap.selector.MetadataOnlyBootstrapModeSelector",
+    "full_record": "org.apache.hudi.client.bootstrap.selector.FullRecordBootstrapModeSelector",
+}
+
+
+def _bootstrap(spark: SparkSession, cell: Cell, path: str, options: dict[str, str], rows: list[tuple[Any, ...]],
+               drop_columns: tuple[str, ...]) -> None:
+    """``rows`` as a Parquet folder beside the table, partitioned hive-style by ``part``, made the table by Hudi's
+    bootstrap of the cell's kind."""
+    source = f"{path.rstrip('/')}-source"
+    before = spark.conf.get("spark.sql.parquet.outputTimestampType")
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # Hudi's bootstrap reads no INT96
+    try:
+        spark.createDataFrame(rows, SCHEMA).drop(*drop_columns).write.partitionBy("part").mode("overwrite") \
+            .parquet(source)
+    finally:
+        spark.conf.set("spark.sql.parquet.outputTimestampType", before or "INT96")
+    # a full-record bootstrap copies the source's values by position into the frame written's schema: a frame of
+    # no columns makes it the source's own (the integration/differential runner's bootstrap says why)
+    frame = spark.createDataFrame([], StructType([])) if cell.bootstrap == "full_record" \
+        else spark.createDataFrame([], SCHEMA).drop(*drop_columns)
+    frame.write.format("hudi").options(**options).option("hoodie.datasource.write.operation", "bootstrap") \
+        .option("hoodie.bootstrap.base.path", source) \
+        .option("hoodie.bootstrap.mode.selector", BOOTSTRAP_SELECTORS[cell.bootstrap]) \
+        .option("hoodie.metadata.index.column.stats.enable", "false").option("hoodie.write.ignore.failed", "false") \
+        .mode("overwrite").save(path)
+
+
 def _alter_table(spark: SparkSession, path: str) -> None:
     """Hudi's ALTER TABLE on the table at ``path`` (through a catalog entry), as a schema-on-read user would."""
     name = f"conformance_{uuid.uuid4().hex[:12]}"
@@ -298,9 +378,15 @@ def write_history(spark: SparkSession, cell: Cell, path: str, extra_options: dic
         df.write.format("hudi").options(**options).option("hoodie.datasource.write.operation", operation) \
             .mode("append").save(path)
 
-    write([_row(k, 10, f"n{k}") for k in range(24)], "insert")
+    if cell.bootstrap == "none":
+        write([_row(k, 10, f"n{k}") for k in range(24)], "insert")
+    else:
+        _bootstrap(spark, cell, path, options, [_row(k, 10, f"n{k}") for k in range(24)], drop_columns)
+    # under two ordering fields, ids 18 and 19 tie on ts: 18's higher score wins, 19's lower one loses
+    ties = [_scored(_row(k, 10, f"tie{k}"), 1000 if k == 18 else -1000) for k in (18, 19)] \
+        if cell.ordering != "ts" else []
     write([_row(k, 20, f"u{k}") for k in range(6)] + [_row(k, 5, f"late{k}") for k in (6, 7)]
-          + [_row(k, 20, f"n{k}") for k in range(24, 28)], "upsert")
+          + [_row(k, 20, f"n{k}") for k in range(24, 28)] + ties, "upsert")
     write([_row(k, 30, "gone") for k in (8, 9, 10)], "delete")
     if cell.schema_change == "add_column":
         write([(*_row(k, 40, f"x{k}"), f"e{k}") for k in range(11, 15)], "upsert", EXTRA_SCHEMA)

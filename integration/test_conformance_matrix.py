@@ -36,10 +36,19 @@ from hudi_connect.core.format.timeline import Timeline
 from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
 from hudi_connect.table_spec import FileIndex
-from integration.conformance_matrix import DIMENSIONS, Cell, cells, ci_slice, write_history
+from integration.conformance_matrix import (
+    DIMENSIONS,
+    FEATURE_DIMENSIONS,
+    Cell,
+    cells,
+    ci_slice,
+    feature_cells,
+    write_history,
+)
 
-ALL_CELLS = cells()
-CI_CELLS = set(ci_slice(ALL_CELLS))
+ALL_CELLS = cells() + feature_cells()
+# the pairwise cells' slice, and one cell of the features' own (log compaction on a version-9 MOR table)
+CI_CELLS = {*ci_slice(cells()), feature_cells()[2]}
 IGNORED = {"_hoodie_file_name", "_hoodie_commit_seqno"}  # where a reader found a record, not what it is
 PLAIN_IMAGE_COLUMNS = ("id", "k2", "part", "ts", "name", "extra")
 
@@ -68,13 +77,14 @@ def outcomes() -> Iterator[dict[Cell, str]]:
 def report(found: dict[Cell, str]) -> str:
     """Markdown: per dimension value, how its cells ended; then every cell."""
     lines = ["| feature | value | cells | outcome |", "|---|---|---|---|"]
-    for name, values in DIMENSIONS.items():
+    for name, values in (DIMENSIONS | FEATURE_DIMENSIONS).items():
         for value in values:
             ends = Counter(outcome for cell, outcome in found.items() if getattr(cell, name) == value)
             if ends:
                 summary = "; ".join(f"{outcome} ({n})" if len(ends) > 1 else outcome for outcome, n in ends.items())
                 lines.append(f"| {name} | {value} | {sum(ends.values())} | {summary} |")
-    lines += ["", "| " + " | ".join(DIMENSIONS) + " | outcome |", "|" + "---|" * (len(DIMENSIONS) + 1)]
+    lines += ["", "| " + " | ".join(asdict(next(iter(found)))) + " | outcome |",
+              "|" + "---|" * (len(asdict(next(iter(found)))) + 1)]
     lines += [f"| {' | '.join(str(v) for v in asdict(cell).values())} | {outcome} |" for cell, outcome in found.items()]
     return "\n".join(lines) + "\n"
 
@@ -189,6 +199,22 @@ def assert_equal_reads(plain_spark: SparkSession, table: HudiTable, cell: Cell,
     return outcome
 
 
+def assert_features_written(plain_spark: SparkSession, table: HudiTable, cell: Cell) -> None:
+    """The cell's features are in the table Hudi wrote, not only in its options: a log compaction completed, the
+    bootstrap's instant and index are there, the tie on ``ts`` went to the higher score (in ours as in Hudi's)."""
+    instants = {f.name for f in Path(table.base_path, ".hoodie").rglob("*") if f.is_file()}
+    if cell.log_compaction == "on":
+        assert any(".logcompaction." in name for name in instants), sorted(instants)
+    if cell.bootstrap != "none":
+        instant = "00000000000001" if cell.bootstrap == "metadata_only" else "00000000000002"
+        assert any(name.startswith(instant) for name in instants), sorted(instants)
+        assert table.properties.raw.get("hoodie.bootstrap.base.path")
+    if cell.ordering != "ts":
+        names = {r.id: r.name for r in TableReader(plain_spark, table.base_path).snapshot().where("id in (18, 19)")
+                 .collect()}
+        assert names == {18: "tie18", 19: "n19"}, names
+
+
 @pytest.mark.parametrize("cell", [
     pytest.param(c, id=c.id, marks=() if c in CI_CELLS else (pytest.mark.full,)) for c in ALL_CELLS
 ])
@@ -198,6 +224,7 @@ def test_cell_reads_equal_hudis_or_is_refused_by_name(
     path = str(tmp_path / "table")
     write_history(spark, cell, path)
     table = HudiTable.open(spark, path)
+    assert_features_written(plain_spark, table, cell)
     refused = unsupported_features(table.properties)
     if refused:
         assert_refused_everywhere(plain_spark, path, refused[0].feature)
