@@ -216,3 +216,34 @@ def test_time_travel_before_a_pending_write_is_refused_as_hudi_refuses_it(
     with pytest.raises(InvalidInstantError, match=f"requested at {pending} has not completed"):
         reader.as_of(second)
     assert [r.id for r in reader.as_of(first).collect()] == [1]  # before the pending write: answered
+
+
+@pytest.mark.full
+def test_an_incremental_range_reads_the_files_its_commits_wrote_not_a_later_completed_rewrite(
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str
+) -> None:
+    """Seed 70080: a write requested before the range's last commit but completed after it (two writers at once)
+    has not rewritten the range's files yet; Hudi reads the files the range's commits wrote."""
+    table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
+                             partition_by="part", table_type="COPY_ON_WRITE", metadata_table=False)
+    first = table.upsert(spark.createDataFrame([(1, "a", 1, "x"), (2, "b", 1, "y")], SCHEMA))
+    rewrite = table.upsert(spark.createDataFrame([(1, "a2", 2, "x")], SCHEMA))
+    last = table.upsert(spark.createDataFrame([(3, "c", 1, "y")], SCHEMA))
+    # the rewrite of partition x completes after the last commit, as a writer beside it would
+    assert last.completion_time is not None
+    later = str(int(last.completion_time) + 1)
+    timeline_dir = Path(local_base_path) / ".hoodie" / "timeline"
+    completed = next(timeline_dir.glob(f"{rewrite.requested_time}_*.commit"))
+    completed.rename(timeline_dir / f"{rewrite.requested_time}_{later}.commit")
+    reader = TableReader(plain_spark, local_base_path)
+    hudi = HudiTable.open(spark, local_base_path).hudi
+
+    def rows(df: DataFrame) -> set[tuple[Any, ...]]:
+        return {(r._hoodie_commit_time, r.id, r.v) for r in df.collect()}
+
+    expected = {(first.requested_time, 1, "a"), (first.requested_time, 2, "b"), (last.requested_time, 3, "c")}
+    assert rows(hudi.incremental("earliest", last, with_meta_columns=True)) == expected
+    assert rows(reader.incremental("earliest", last)) == expected
+    everything = expected - {(first.requested_time, 1, "a")} | {(rewrite.requested_time, 1, "a2")}
+    assert rows(reader.incremental("earliest")) == rows(hudi.incremental("earliest", with_meta_columns=True)) \
+        == everything

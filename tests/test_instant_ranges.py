@@ -45,3 +45,12 @@ def test_a_pending_instant_cannot_bound_a_completion_time_range() -> None:
     with pytest.raises(InvalidInstantError, match="has not completed"):
         _between(PENDING, None, by_completion=True)
     assert _between(B, PENDING, by_completion=False) == [C]  # requested times: it bounds as its own time
+
+
+def test_the_timeline_as_a_completion_time_left_it_shows_later_completions_pending() -> None:
+    at_b = TIMELINE.as_completed_at(B.completion_time or "")
+    assert [i.requested_time for i in at_b.write_commits()] == [B.requested_time]  # A completed after B
+    assert at_b.find(A.requested_time).state is InstantState.INFLIGHT
+    assert at_b.find(A.requested_time).completion_time is None
+    assert [i.requested_time for i in at_b.pending()] == [A.requested_time, C.requested_time, PENDING.requested_time]
+    assert TIMELINE.as_completed_at(C.completion_time or "") == TIMELINE

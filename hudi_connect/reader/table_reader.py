@@ -520,10 +520,15 @@ class TableReader:
                 return dataclasses.replace(snapshot, plan=dataclasses.replace(snapshot.plan, commit_range=window))
             times = frozenset(c.requested_time for c in (*archived, *commits))
             return dataclasses.replace(snapshot, plan=dataclasses.replace(snapshot.plan, commit_times=times))
-        as_of = max((i.requested_time for i in commits), default=None)
         if not commits:
             empty = self._planned(None, listed=listed)
             return dataclasses.replace(empty, plan=dataclasses.replace(empty.plan, slices=(), slice_rows=None))
+        as_of = max(i.requested_time for i in commits)
+        if by_completion:
+            # the files as the range's end left them: a write requested before its last commit but completed
+            # after it (beside it) has not rewritten them yet, as Hudi reads the files the range's commits wrote
+            ended = max(c.completion_time or "" for c in commits)
+            listed = (timeline.as_completed_at(ended), listed[1])
         return self._planned(as_of, commits, predicates, listed=listed)
 
     def _beyond_history(self, timeline: Timeline, commits: list[Instant], begin: Instant | str,

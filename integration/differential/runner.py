@@ -517,12 +517,13 @@ def _by_group_and_key(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[
 def model_changes(hudi: HudiTable, commits: list[Instant], first: int, last: int) -> Counter[tuple[Any, ...]]:
     """The model of a change query of ``commits[first..last]`` where Hudi's CDC query is no oracle (it looks a
     change's images up by key, and a file may hold a key twice): Hudi's own time travel before and after each
-    commit. Rows gone are removed, rows of the commit written; in each file group a key's n-th removed row by
-    sequence number pairs with its n-th written one (an update), the rest are deletes and inserts. A row the
-    commit brought back (a late record after a delete loses to the base record, which returns with its old commit
-    time) is written by the commit too: it is new to the table's state."""
+    commit of the range (by completion time on version 8+). Rows gone are removed, rows of the commit written; in
+    each file group a key's n-th removed row by sequence number pairs with its n-th written one (an update), the
+    rest are deletes and inserts. A row the commit brought back (a late record after a delete loses to the base
+    record, which returns with its old commit time) is written by the commit too: it is new to the table's
+    state."""
     events: list[tuple[str, str, str | None, str | None]] = []
-    for index in range(first, last + 1):
+    for index in _in_range(commits, first, last, by_completion=hudi.properties.ranges_by_completion):
         commit = commits[index]
         before = _time_travel_rows(hudi, commits[index - 1] if index else None)
         after = _time_travel_rows(hudi, commit)
@@ -535,6 +536,17 @@ def model_changes(hudi: HudiTable, commits: list[Instant], first: int, last: int
                 events.append(("u" if old and new else "d" if old else "i", commit.requested_time,
                                _epoch_image(old), _epoch_image(new)))
     return event_multiset(events)
+
+
+def _in_range(commits: list[Instant], first: int, last: int, *, by_completion: bool) -> list[int]:
+    """Indexes (in requested order) of the commits in the range (commits[first - 1], commits[last]]: on tables of
+    version 8+ by completion time, where a write requested before another may complete after it. Each one's
+    time travel before and after still tells its own changes: writers beside each other touch other files."""
+    if not by_completion:
+        return list(range(first, last + 1))
+    begin = commits[first - 1].completion_time or "" if first else ""
+    end = commits[last].completion_time or ""
+    return [i for i, c in enumerate(commits) if begin < (c.completion_time or "") <= end]
 
 
 def _data_only(events: Counter[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:

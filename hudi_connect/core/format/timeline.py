@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
@@ -254,6 +254,14 @@ class Timeline:
         """Instants completed here that were not completed in ``other`` (an earlier view)."""
         before = {i.requested_time for i in other.instants if i.is_completed}
         return Timeline(tuple(i for i in self.instants if i.is_completed and i.requested_time not in before))
+
+    def as_completed_at(self, completion_time: str) -> Timeline:
+        """The timeline as a reader saw it once ``completion_time`` passed: instants that completed later are
+        still inflight (a write requested before another may complete after it, beside it)."""
+        return Timeline(tuple(
+            i if i.completion_time is None or i.completion_time <= completion_time
+            else replace(i, state=InstantState.INFLIGHT, completion_time=None)
+            for i in self.instants))
 
     def latest_completed_at(self, time: str) -> Instant | None:
         """The last completed instant requested at or before ``time``."""
