@@ -355,6 +355,7 @@ def fresh_mor_table(spark: SparkSession, database: str, *, keys: int) -> tuple[s
     return name, table
 
 
+@pytest.mark.full  # CI's time (about 16 s): it watches Hudi's behaviour behind a refusal, not ours
 def test_hudis_merge_on_read_merge_writes_a_partial_update_wrongly_beside_a_whole_update_or_an_unmatched_row(
     metastore_spark: SparkSession, database: str,
 ) -> None:

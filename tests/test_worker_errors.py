@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from hudi_connect.client.worker_errors import library_errors, worker_refusal
+from hudi_connect.core import errors
 from hudi_connect.core.errors import ServerMisconfiguredError, UnsupportedTableFeatureError
 
 WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
@@ -135,3 +136,14 @@ def test_a_client_of_another_python_than_the_workers_is_told_both(versions: str)
     refusal = worker_refusal(RuntimeError(spark_text))
     assert isinstance(refusal, ServerMisconfiguredError)
     assert "workers run Python 3.11 and this client Python 3.13" in str(refusal)
+
+
+@pytest.mark.parametrize("kind", sorted((k for k in vars(errors).values()
+                                         if isinstance(k, type) and issubclass(k, errors.HudiConnectError)),
+                                        key=lambda k: k.__name__), ids=lambda k: k.__name__)
+def test_every_library_error_a_worker_raises_comes_back_as_its_class(kind: type[errors.HudiConnectError]) -> None:
+    # seed 70120: a LogDecodeError (no constructor of its own) came back as a TypeError from its `args`
+    text = f"PythonException: ...\nhudi_connect.core.errors.{kind.__name__}: what went wrong at byte 0\n  at ..."
+    refusal = worker_refusal(RuntimeError(text))
+    assert type(refusal) is kind
+    assert "what went wrong at byte 0 (raised in a Spark worker)" in str(refusal)

@@ -61,8 +61,9 @@ def worker_refusal(error: BaseException) -> HudiConnectError | None:
             return again
     refusal = kind.__new__(kind)  # the message is whole already: the class's own constructor composes one
     HudiConnectError.__init__(refusal, f"{found[-1]['message']} (raised in a Spark worker)")
-    for name in inspect.signature(kind.__init__).parameters:  # the details its constructor keeps: unknown here
-        if name not in ("self", "message", "where", "detail"):
+    for name, parameter in inspect.signature(kind.__init__).parameters.items():  # details it keeps: unknown here
+        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD) \
+                and name not in ("self", "message", "where", "detail"):
             setattr(refusal, name, None)
     return refusal
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 from fastavro.read import LOGICAL_READERS
 
 from hudi_connect.core.errors import LogDecodeError
+from hudi_connect.core.format.log.native_avro import NATIVE_MIN_RECORDS, decode_natively, framed_schema_json
 
 _INT = struct.Struct(">i")
 _FLOAT, _DOUBLE = struct.Struct("<f"), struct.Struct("<d")
@@ -426,6 +427,8 @@ class AvroRecordDecoder:
             raise LogDecodeError(f"the Avro schema cannot be prepared for decoding: "
                                  f"{type(error).__name__}: {error}") from None
         self._compiled = None if self._reader is not None else _compiled_decoder(self._writer)
+        # Arrow's decoder reads with the writer schema alone
+        self.native_schema_json = framed_schema_json(writer) if reader is None else None
 
     def decode(self, content: bytes, spans: list[tuple[int, int]], where: str) -> pa.Table:
         """The records at ``content[start:end]`` for each span, as a table of :attr:`arrow_schema`."""
@@ -463,17 +466,23 @@ def avro_record_decoder(writer_schema_json: str, reader_schema_json: str | None 
     return AvroRecordDecoder(writer_schema_json, reader_schema_json)
 
 
-def record_spans(content: bytes, where: str) -> list[tuple[int, int]]:
-    """Where each record of an Avro data block's content lies, after checking version, count and lengths."""
+def record_count(content: bytes, where: str) -> int:
+    """The record count of an Avro data block's content, after checking its version and that the count fits."""
     if len(content) < 2 * _INT.size:
         raise LogDecodeError(f"{where}: the content has {len(content)} bytes, too few for a version and a count")
     version, count = struct.unpack_from(">ii", content, 0)
     if version not in SUPPORTED_DATA_BLOCK_VERSIONS:
         raise LogDecodeError(f"{where}: Avro data block version {version} is not supported "
                              f"(known: {', '.join(map(str, SUPPORTED_DATA_BLOCK_VERSIONS))})")
-    position = 2 * _INT.size
-    if count < 0 or count > (len(content) - position) // _INT.size:
+    if count < 0 or count > (len(content) - 2 * _INT.size) // _INT.size:
         raise LogDecodeError(f"{where}: record count {count} does not fit in {len(content)} bytes of content")
+    return cast(int, count)
+
+
+def record_spans(content: bytes, where: str) -> list[tuple[int, int]]:
+    """Where each record of an Avro data block's content lies, after checking version, count and lengths."""
+    count = record_count(content, where)
+    position = 2 * _INT.size
     spans = []
     for index in range(count):
         if position + _INT.size > len(content):
@@ -494,5 +503,14 @@ def record_spans(content: bytes, where: str) -> list[tuple[int, int]]:
 def decode_avro_data_content(content: bytes, writer_schema_json: str, reader_schema_json: str | None,
                              where: str) -> pa.Table:
     """The records of an Avro (or CDC) data block's content as an Arrow table."""
-    spans = record_spans(content, where)
-    return avro_record_decoder(writer_schema_json, reader_schema_json).decode(content, spans, where)
+    decoder = avro_record_decoder(writer_schema_json, reader_schema_json)
+    count = record_count(content, where)
+    if decoder.native_schema_json is not None and count >= NATIVE_MIN_RECORDS:
+        decoded = decode_natively(content, count, decoder.native_schema_json, decoder.arrow_schema, where)
+        if decoded is not None:
+            # each length Arrow's decoder read stood where the records before it end; ours checks the last
+            # record fills its own
+            table, last = decoded
+            decoder.decode(content, [(len(content) - last, len(content))], where)
+            return table
+    return decoder.decode(content, record_spans(content, where), where)

@@ -156,8 +156,11 @@ def _delete_record_list_schemas() -> tuple[Any, ...]:
     branch); Hudi's master branch, an array of wrapped values (one per ordering field)."""
     one_value = _delete_record_list_schema(_ORDERING_WRAPPERS)
     names = [f"org.apache.hudi.avro.model.{w['name']}" for w in _ORDERING_WRAPPERS]
+    # 1.2 wraps a date among several ordering values in a LocalDateWrapper, a branch of the array's items only
+    local_date = _ordering_wrapper("LocalDateWrapper", {"type": "int", "logicalType": "date"})
     array_wrapper = {"type": "record", "name": _ARRAY_WRAPPER, "fields": [
-        {"name": "wrappedValues", "type": ["null", {"type": "array", "items": ["null", *names]}], "default": None}]}
+        {"name": "wrappedValues", "type": ["null", {"type": "array", "items": ["null", *names, local_date]}],
+         "default": None}]}
     wrapped_values = _delete_record_list_schema([*_ORDERING_WRAPPERS, array_wrapper])
     several_values = _delete_record_list_schema([{"type": "array", "items": ["null", *_ORDERING_WRAPPERS]}])
     return tuple(fastavro.parse_schema(s) for s in (one_value, wrapped_values, several_values))
