@@ -152,8 +152,10 @@ def _have(client: docker.DockerClient, reference: str) -> bool:
 def _download_wheels(target: Path) -> None:
     """The base's Python packages as wheels for Debian 12's CPython, fetched by the host's pip (its index,
     proxy and certificates), so the build itself needs no network."""
-    provision.run_checked([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--platform",
-          f"manylinux2014_{platform.machine()}",
+    # glibc 2.28 wheels too (datafusion publishes no others): Debian 12 has glibc 2.36
+    machine = platform.machine()
+    provision.run_checked([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+          "--platform", f"manylinux2014_{machine}", "--platform", f"manylinux_2_28_{machine}",
           "--python-version", BASE_PYTHON_VERSION, "--implementation", "cp", "-d", str(target),
           *BASE_PYTHON_PACKAGES], what="pip download of the base image's packages")
 
