@@ -10,6 +10,7 @@ import json
 import struct
 from typing import Any
 
+import datafusion  # noqa: F401  (the test extras install it: without it this module fails, never skips)
 import fastavro
 import pyarrow as pa
 import pytest
@@ -19,8 +20,6 @@ from hypothesis import strategies as st
 from hudi_connect.core.errors import LogDecodeError
 from hudi_connect.core.format.log import native_avro
 from hudi_connect.core.format.log.avro_records import avro_record_decoder, decode_avro_data_content, record_spans
-
-pytest.importorskip("datafusion", reason="the test extras install datafusion; without it there is nothing to compare")
 
 UTC = datetime.UTC
 NO_NAN = {"allow_nan": False, "allow_infinity": False}

@@ -74,12 +74,9 @@ def _without_dropped_logical_types(schema: Any) -> Any:
         return [_without_dropped_logical_types(branch) for branch in schema]
     if not isinstance(schema, dict):
         return schema
-    copied = {key: _without_dropped_logical_types(value) if key in ("type", "items", "values", "fields") else value
-              for key, value in schema.items() if not (key == "logicalType" and value in _DROPPED_LOGICAL_TYPES)}
-    if isinstance(schema.get("fields"), list):
-        copied["fields"] = [{**field, "type": _without_dropped_logical_types(field.get("type"))}
-                            for field in schema["fields"]]
-    return copied
+    # a field list is a list of dicts whose "type" this walks in turn
+    return {key: _without_dropped_logical_types(value) if key in ("type", "items", "values", "fields") else value
+            for key, value in schema.items() if not (key == "logicalType" and value in _DROPPED_LOGICAL_TYPES)}
 
 
 def framed_schema_json(writer: dict[str, Any]) -> str:
