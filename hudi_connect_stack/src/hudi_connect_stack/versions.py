@@ -222,7 +222,7 @@ ALL_JAR_SETS = (
 SERVER_PYTHON_PACKAGES = (
     "pyarrow==20.0.0", "pandas==2.2.3", "numpy==1.26.4", "fastavro==1.13.1",
     # Arrow's compiled Avro decoder for large log blocks (optional on a user's server: fastavro's path reads
-    # them too, some 20 times slower)
+    # them too, about 10 times slower)
     "datafusion==55.0.0",
     # the reverse streamer's executors: conditional S3 puts (checkpoint claims) and PostgreSQL merges
     "boto3==1.44.5", "pg8000==1.31.6",
