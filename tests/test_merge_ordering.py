@@ -193,3 +193,42 @@ def test_several_ordering_fields_refuse_a_null_hudi_cannot_compare_where_records
         merge(base, logs)
     base, logs = several_fields_slice([[(1, "a"), (2, "b")], [(3, "b"), (3, "a")]], (pa.int32(), pa.string()))
     assert sorted(r["v"] for r in merge(base, logs).to_pylist()) == ["k0@1", "k1@0"]
+
+
+EVENT = st.tuples(st.sampled_from(["data", "data", "delete", "natural"]), st.one_of(st.none(), st.integers(-2, 2)))
+
+
+@pytest.mark.parametrize("event_time", [True, False], ids=["event-time", "commit-time"])
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.tuples(st.integers(0, 2), st.lists(EVENT, max_size=4)), min_size=1, max_size=8),
+       base_orderings=st.lists(st.one_of(st.none(), st.integers(-2, 2)), min_size=8, max_size=8),
+       chunk=st.integers(1, 3))
+def test_the_vectorised_merge_equals_the_sequential_fold(event_time: bool, keys: list[tuple[int, list[Any]]],
+                                                         base_orderings: list[Any], chunk: int) -> None:
+    """``merge_slice`` (Arrow, vectorised) against ``merge_slice_partial``'s record-by-record fold of the same
+    rules with every record complete: keys with no base record, one, or two (an ``insert`` skips the index),
+    data records, ordered and natural deletes, null ordering values (an int: Hudi's default 0), a base file
+    read in several batches; both merge modes."""
+    base_rows, log_rows, deletes, seq = [], [], [], 1
+    for i, (copies, events) in enumerate(keys):
+        base_rows += [(f"k{i}", base_orderings[i], f"k{i}@base{c}") for c in range(copies)]
+        for n, (kind, ordering) in enumerate(events):
+            if kind == "data":
+                log_rows.append((f"k{i}", ordering, f"k{i}@{n}", seq))
+            else:
+                deletes.append((f"k{i}", None if kind == "natural" else (ordering or 0), seq))
+            seq += 1
+    base = pa.table({"v": [r[2] for r in base_rows], KEY: pa.array([r[0] for r in base_rows], pa.string()),
+                     ORD: pa.array([r[1] for r in base_rows], pa.int32())})
+    base = pa.Table.from_batches(base.to_batches(max_chunksize=chunk), base.schema)
+    logs = LogRecords(
+        pa.table({"v": pa.array([r[2] for r in log_rows], pa.string()),
+                  KEY: pa.array([r[0] for r in log_rows], pa.string()),
+                  ORD: pa.array([r[1] for r in log_rows], pa.int32()),
+                  SEQ: pa.array([r[3] for r in log_rows], pa.int64())}),
+        pa.table({KEY: pa.array([d[0] for d in deletes], pa.string()),
+                  ORD: pa.array([d[1] for d in deletes], pa.int32()),
+                  SEQ: pa.array([d[2] for d in deletes], pa.int64())}))
+    vectorised = merge_slice(base, logs, event_time_ordering=event_time)
+    folded = merge_slice_partial(base, logs, event_time_ordering=event_time, nulls_keep_older=False)
+    assert sorted(vectorised["v"].to_pylist()) == sorted(folded["v"].to_pylist())

@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -164,7 +165,7 @@ def _paired(before: pa.Table, before_keys: pa.Array, removed: pa.Array, after: p
         first = pa.array([True] * min(count, 1), pa.bool_())
         if count > 1:
             first = pa.concat_arrays([first, _array(pc.not_equal(chosen[1:], chosen[:-1]))])
-        index = pa.array(range(count), pa.int64())
+        index = pa.array(np.arange(count, dtype=np.int64))
         starts = pc.fill_null_forward(pc.if_else(first, index, pa.scalar(None, pa.int64())))
         return pa.table({"key": chosen, "rank": pc.subtract(index, starts), side: rows[side]})
 

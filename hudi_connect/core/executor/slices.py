@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -119,7 +120,7 @@ def _with_merge_columns(table: pa.Table, config: SliceReadConfig, first_seq: int
     return (
         table.append_column(KEY, record_keys(table, config))
         .append_column(ORD, ordering)
-        .append_column(SEQ, pa.array(range(first_seq, first_seq + table.num_rows), pa.int64()))
+        .append_column(SEQ, pa.array(np.arange(first_seq, first_seq + table.num_rows, dtype=np.int64)))
     )
 
 

@@ -19,13 +19,15 @@ Ordering values compare as Hudi's merger compares them (``Comparable.compareTo``
 date, an int of days) compares with and every other type fails to (Hudi's read fails; ours refuses by name).
 Several ordering fields compare as Hudi's ``ArrayComparable``: field by field, each by those rules.
 
-Imports only pyarrow and the library's errors, so it runs inside Python workers.
+Imports only pyarrow, numpy and the library's errors, so it runs inside Python workers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -35,7 +37,9 @@ KEY = "__hc_key"
 SEQ = "__hc_seq"
 ORD = "__hc_ord"
 KIND = "__hc_kind"
+POS = "__hc_pos"  # a log data record's row among the slice's
 DATA, DELETE, NATURAL_DELETE = 0, 1, 2
+Positions = npt.NDArray[np.int64]  # row numbers
 
 
 @dataclass(frozen=True)
@@ -78,9 +82,9 @@ def comparable_orderings(base: pa.Table | None, logs: LogRecords) -> tuple[pa.Ta
     Several ordering fields (``ORD`` a struct of them) compare as Hudi's ``ArrayComparable``: field by field,
     the first that differs deciding, each field's null Hudi's default as above; their values become one int64
     rank per record, in that order, over the slice's records and deletes."""
-    data = logs.data.combine_chunks()
+    data = logs.data
     ordering_type = data.schema.field(ORD).type
-    tables = [data] + ([base.combine_chunks()] if base is not None else [])
+    tables = [data] + ([base] if base is not None else [])  # only their key and ordering columns are combined
     deletes = logs.deletes.combine_chunks()
     ordered = pc.is_valid(deletes[ORD])  # a natural delete carries no ordering value
     ordered_deletes = deletes.filter(ordered)
@@ -192,7 +196,7 @@ def merge_slice(
     """
     base, logs = (comparable_orderings if event_time_ordering else commit_time_orderings)(base, logs)
     data, deletes = logs.data, logs.deletes
-    helper = [KEY, ORD, SEQ, KIND]
+    helper = [KEY, ORD, SEQ, KIND, POS]
     output_columns = [c for c in data.column_names if c not in helper]
 
     if data.num_rows == 0 and deletes.num_rows == 0:
@@ -204,8 +208,10 @@ def merge_slice(
         ORD: deletes[ORD].cast(ord_type),
         SEQ: deletes[SEQ],
         KIND: pc.if_else(pc.is_null(deletes[ORD]), NATURAL_DELETE, DELETE).cast(pa.int8()),
+        POS: pa.nulls(deletes.num_rows, pa.int64()),
     })
-    rows = pa.table({KEY: data[KEY], ORD: data[ORD], SEQ: data[SEQ], KIND: pa.array([DATA] * data.num_rows, pa.int8())})
+    rows = pa.table({KEY: data[KEY], ORD: data[ORD], SEQ: data[SEQ],
+                     KIND: pa.array(np.full(data.num_rows, DATA, np.int8)), POS: pa.array(np.arange(data.num_rows))})
     events = pa.concat_tables([rows, marks])
 
     # Only what follows a key's last natural delete counts; the delete itself stays as a marker.
@@ -231,40 +237,51 @@ def merge_slice(
     else:
         winners = _last_per_key(events, [(SEQ, "ascending")])
 
-    log_rows = winners.filter(pc.equal(winners[KIND], DATA))
-    log_winners = data.filter(pc.is_in(data[SEQ], value_set=log_rows[SEQ]))
-    deleted_keys = winners.filter(pc.not_equal(winners[KIND], DATA)).select([KEY, ORD, KIND])
+    won = pc.equal(winners[KIND], DATA)
+    log_winners = data.take(np.sort(winners[POS].filter(won).to_numpy()))  # in log order
+    deleted_keys = winners.filter(pc.invert(won)).select([KEY, ORD, KIND])
 
     if base is None or base.num_rows == 0:
         return log_winners.select(output_columns)
 
     # Base rows: dropped if the key was naturally deleted, or if a log winner (data or delete)
-    # has an ordering value at least as great (or commit-time ordering: always).
-    decided = pa.concat_tables([
-        log_winners.select([KEY, ORD]).append_column(KIND, pa.array([DATA] * log_winners.num_rows, pa.int8())),
-        deleted_keys.cast(pa.schema([(KEY, pa.string()), (ORD, ord_type), (KIND, pa.int8())])),
-    ])
-    joined = base.select([KEY, ORD]).append_column("__hc_row", pa.array(range(base.num_rows), pa.int64()))
-    joined = joined.join(decided.rename_columns([KEY, "__hc_log_ord", KIND]), KEY, join_type="left outer")
-    # a key the base file holds twice (an `insert` skips the index): the log's record meets its first row only,
-    # and the others pass as they are (Hudi's reader takes a key's log record out of its buffer once merged)
-    firsts = joined.group_by(KEY).aggregate([("__hc_row", "min")]).column("__hc_row_min")
-    no_log = pc.or_(pc.is_null(joined[KIND]), pc.invert(pc.is_in(joined["__hc_row"], value_set=firsts)))
+    # has an ordering value at least as great (or commit-time ordering: always). The log decided one winner
+    # per key; a hash join finds the base rows of those keys, and the rest is arithmetic on row numbers.
+    decided_keys = [t[KEY].combine_chunks().cast(pa.string()) for t in (log_winners, deleted_keys)]
+    decided = pa.table({KEY: pa.concat_arrays(decided_keys),
+                        "__hc_decided": pa.array(np.arange(log_winners.num_rows + deleted_keys.num_rows))})
+    pairs = pa.table({KEY: base[KEY], "__hc_row": pa.array(np.arange(base.num_rows))}).join(
+        decided, KEY, join_type="inner")
+    rows, hits = _first_row_of_each_key(pairs["__hc_row"].to_numpy(), pairs["__hc_decided"].to_numpy())
+    keeps = np.ones(base.num_rows, dtype=bool)
+    keeps[rows] = False  # under commit-time ordering the log's winner always wins
     if event_time_ordering:
         # Hudi's finalMerge: the log's winner unless the base record's ordering value is greater; a natural
         # delete (no ordering value) always wins, and a record logged after it is ordered like any other
-        base_newer = pc.fill_null(pc.greater(joined[ORD], joined["__hc_log_ord"]), False)
-    else:
-        base_newer = pa.array([False] * joined.num_rows)
-    base_keeps = pc.or_kleene(no_log, base_newer)
-    kept_rows = pc.filter(joined["__hc_row"], base_keeps)
-    base_kept = base.take(kept_rows)
+        decided_ords = pa.concat_arrays([log_winners[ORD].combine_chunks(),
+                                         deleted_keys[ORD].combine_chunks().cast(ord_type)])
+        base_newer = pc.fill_null(pc.greater(base[ORD].take(rows), decided_ords.take(hits)), False)
+        newer = base_newer.to_numpy(zero_copy_only=False)
+        keeps[rows[newer]] = True
+        lost = hits[newer]
+        lost = lost[lost < log_winners.num_rows]  # the log winners that lost to a newer base record go
+        if len(lost):
+            log_keeps = np.ones(log_winners.num_rows, dtype=bool)
+            log_keeps[lost] = False
+            log_winners = log_winners.filter(pa.array(log_keeps))
+    return pa.concat_tables([base.filter(pa.array(keeps)).select(output_columns), log_winners.select(output_columns)])
 
-    # Log winners that lost to a newer base record must go.
-    losing = joined.filter(pc.and_(pc.invert(no_log), base_newer)).select([KEY])
-    log_final = log_winners.filter(pc.invert(pc.is_in(log_winners[KEY], value_set=losing[KEY])))
-    return pa.concat_tables([base_kept.select(output_columns), log_final.select(output_columns)])
 
+def _first_row_of_each_key(rows: Positions, hits: Positions) -> tuple[Positions, Positions]:
+    """Of the base rows whose key the log decided (``rows``, each with ``hits``, its key's index among the
+    decided keys), those that meet the log: of a key the base file holds twice (an ``insert`` skips the index)
+    its first row only; the others pass as they are (Hudi's reader takes a key's log record out of its buffer
+    once merged)."""
+    order = np.lexsort((rows, hits))
+    rows, hits = rows[order], hits[order]
+    first = np.ones(len(hits), dtype=bool)
+    first[1:] = hits[1:] != hits[:-1]
+    return rows[first], hits[first]
 
 
 @dataclass
