@@ -51,6 +51,7 @@ from hudi_connect_stack.endpoints import (
     ZooKeeperEndpoint,
 )
 from hudi_connect_stack.engine import engine_answers
+from hudi_connect_stack.minio import require_room_for_writes
 from hudi_connect_stack.process import LOOPBACK, RunningService, free_port, port_open
 
 if TYPE_CHECKING:
@@ -295,6 +296,7 @@ class DockerBackend:
     def minio(self, run_dir: Path) -> RunningService:
         from testcontainers.community.minio import MinioContainer
 
+        require_room_for_writes(run_dir)  # the engine's storage is on the same machine
         port = free_port()
         endpoint = MinioEndpoint(
             endpoint_url=f"http://{LOOPBACK}:{port}",

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import urllib.request
 from pathlib import Path
 
+from hudi_connect.core.errors import ServiceStartError
 from hudi_connect_stack import provision
 from hudi_connect_stack.endpoints import MinioEndpoint
 from hudi_connect_stack.process import LOOPBACK, RunningService, free_port, launch, wait_until_ready
 
 READY_TIMEOUT = 60.0
+# MinIO refuses a write that would leave less than 1% of its drive free (its diskFillFraction), and counts an
+# upload of unknown size (a streamed part) as 1 GiB (diskAssumeUnknownSize)
+DRIVE_RESERVE = 0.01
+UNKNOWN_UPLOAD = 1 << 30
+
+
+def require_room_for_writes(path: Path) -> None:
+    """Refuse to start MinIO on a drive so full that it would refuse writes: tests would then fail on every
+    table written to it, with an S3 error far from the cause."""
+    usage = shutil.disk_usage(path)
+    if usage.free < usage.total * DRIVE_RESERVE + 2 * UNKNOWN_UPLOAD:
+        raise ServiceStartError(
+            "minio", f"the drive of {path} has {usage.free / 2**30:.1f} GiB free of {usage.total / 2**30:.0f} GiB; "
+            "MinIO refuses writes that would leave less than 1% of it free (an upload of unknown size counting "
+            "as 1 GiB), so free some space first")
 
 
 def minio_command(binary: Path, data_dir: Path, port: int, console_port: int) -> list[str]:
@@ -48,6 +65,7 @@ def start_minio(run_dir: Path, *, port: int | None = None, timeout: float = READ
         )
     data_dir = run_dir / "minio" / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
+    require_room_for_writes(data_dir)
     env = dict(os.environ)
     env.update(
         MINIO_ROOT_USER=endpoint.access_key,
