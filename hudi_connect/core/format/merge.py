@@ -238,7 +238,8 @@ def merge_slice(
         winners = _last_per_key(events, [(SEQ, "ascending")])
 
     won = pc.equal(winners[KIND], DATA)
-    log_winners = data.take(np.sort(winners[POS].filter(won).to_numpy()))  # in log order
+    positions = np.sort(winners[POS].filter(won).to_numpy())  # in log order
+    log_winners = data.select([*output_columns, KEY, ORD]).take(positions)
     deleted_keys = winners.filter(pc.invert(won)).select([KEY, ORD, KIND])
 
     if base is None or base.num_rows == 0:
@@ -269,7 +270,7 @@ def merge_slice(
             log_keeps = np.ones(log_winners.num_rows, dtype=bool)
             log_keeps[lost] = False
             log_winners = log_winners.filter(pa.array(log_keeps))
-    return pa.concat_tables([base.filter(pa.array(keeps)).select(output_columns), log_winners.select(output_columns)])
+    return pa.concat_tables([base.select(output_columns).filter(pa.array(keeps)), log_winners.select(output_columns)])
 
 
 def _first_row_of_each_key(rows: Positions, hits: Positions) -> tuple[Positions, Positions]:
