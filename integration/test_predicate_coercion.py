@@ -4,6 +4,7 @@ Hypothesis draws a column type, values of it (a partition's value, or a file's r
 write against it: literals of the same and of other types (strings for dates and numbers, numbers for
 strings, naive and aware timestamps, NaN), with ``isin``, null tests and ``& | ~``, in a client time zone
 that is not UTC, written as our tree, as pyspark's Column or as SQL (what of them translates to our tree).
+(A string against a float column: Spark casts it to a float, so '0.1' equals the float 0.1.)
 Spark (the plain server) evaluates each predicate on each value; the oracle holds that wherever Spark keeps
 a row, ``partition_may_match`` keeps the partition of that value and ``stats_may_match`` keeps the file of
 those rows. Spark's errors (comparisons it refuses) are left out.
@@ -17,6 +18,7 @@ import decimal
 import math
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from pyspark.errors.exceptions.base import PySparkException
@@ -35,6 +37,8 @@ VALUES: dict[str, list[Any]] = {
     "int": [5, 2024, -3, 0, 10],
     "bigint": [2**33, 7, 0],
     "double": [1.5, 0.1, -2.0, math.nan, 5.0],
+    # a float column's values as Python holds them: doubles of a float's value (0.1 is 0.10000000149011612)
+    "float": [float(np.float32(v)) for v in (1.5, 0.1, -2.0, math.nan, 0.4)],
     "decimal(10,2)": [decimal.Decimal("0.10"), decimal.Decimal("5.00"), decimal.Decimal("-1.25")],
     "date": [dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2023, 12, 31)],
     "timestamp": [dt.datetime(2024, 1, 1, 5, tzinfo=UTC), dt.datetime(2024, 1, 1, 23, 59, tzinfo=UTC),
@@ -126,3 +130,18 @@ def test_pruning_keeps_what_sparks_filter_keeps(plain_spark: SparkSession, data:
             if any(kept):
                 stats = _range(values)
                 assert stats_may_match(predicate, {"c": stats}), f"file of {values!r} ({stats}) pruned by {recipe}"
+
+
+def test_a_string_against_a_float_column_prunes_as_sparks_cast_to_a_float(plain_spark: SparkSession) -> None:
+    """Every comparison of a float column's values with strings users write: Spark casts the string to a float,
+    so '0.1' equals the float 0.1 (a double compares it as the double 0.1, which it is not)."""
+    values = VALUES["float"]
+    texts = ["0.1", "0.4", "1.5", "-2", "0.10000000149011612", "1e39", "0.5"]
+    drawn = [("cmp", op, "c", text) for op in OPS for text in texts]
+    drawn += [("not", recipe) for recipe in drawn]
+    answers = _spark_answers(plain_spark, "float", values, drawn, sql=False)
+    assert all(kept is not None for kept in answers), "Spark compares each"
+    pruned = [(recipe, value) for recipe, kept in zip(drawn, answers, strict=True)
+              for value, spark_keeps in zip(values, kept or [], strict=True)
+              if spark_keeps and not partition_may_match(ours(recipe), {"c": value})]
+    assert not pruned, pruned

@@ -23,6 +23,7 @@ import decimal
 import math
 import operator
 import re
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -77,12 +78,25 @@ def _parse_date(text: str) -> Any:
         return UNDECIDED  # Spark's cast gives NULL (or an error under ANSI): no certain answer to give
 
 
+def _as_float(value: float) -> float:
+    """A double rounded to the nearest float (32 bits), as Spark's cast of a string to a float rounds it."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def _parse_number_like(text: str, other: Any) -> Any:
     """``text`` cast to the type of the number ``other``, as Spark casts a string compared with a number."""
     if isinstance(other, int) and _INTEGER.fullmatch(text):
         return int(text)
     if isinstance(other, float | decimal.Decimal) and _FRACTIONAL.fullmatch(text):
-        return float(text)  # Spark compares a string with a decimal as doubles, and with a double as one
+        value = float(text)  # Spark compares a string with a decimal as doubles, and with a double as one
+        if isinstance(other, float) and _as_float(value) != value and _as_float(other) == other:
+            # a float column's value (a double here) casts the string to a float, a double column's to a
+            # double, and '0.1' is 0.1 as the one and not as the other: the value does not say which it is
+            return UNDECIDED
+        return value
     return UNDECIDED
 
 
