@@ -24,6 +24,7 @@ def require_room_for_writes(path: Path) -> None:
     """Refuse to start MinIO on a drive so full that it would refuse writes: tests would then fail on every
     table written to it, with an S3 error far from the cause."""
     usage = shutil.disk_usage(path)
+    # MinIO's reserve, one upload of unknown size, and as much again for what the run writes
     if usage.free < usage.total * DRIVE_RESERVE + 2 * UNKNOWN_UPLOAD:
         raise ServiceStartError(
             "minio", f"the drive of {path} has {usage.free / 2**30:.1f} GiB free of {usage.total / 2**30:.0f} GiB; "
