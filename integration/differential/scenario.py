@@ -177,14 +177,16 @@ PARTITION_LITERALS: dict[str, tuple[Any, ...]] = {
 
 
 # Features a run can focus on (``--focus``): every scenario drawn then has each of them, where Hudi writes it
-FEATURES = ("log_compaction", "bootstrap", "ordering_fields")
+FEATURES = ("mor", "log_compaction", "bootstrap", "ordering_fields")
 
 
 def features_of(scenario: Scenario) -> tuple[str, ...]:
-    """The features of :data:`FEATURES` a scenario has, as its report counts them: log compaction, a metadata-only
-    or full-record bootstrap as its first step, two ordering fields (on COW or MOR)."""
+    """The features of :data:`FEATURES` a scenario has, as its report counts them: MOR, log compaction, a
+    metadata-only or full-record bootstrap as its first step, two ordering fields (on COW or MOR)."""
     shape, first = scenario.shape, scenario.steps[0]
-    found = ["log compaction"] if shape.log_compaction else []
+    found = ["MOR"] if shape.is_mor else []
+    if shape.log_compaction:
+        found.append("log compaction")
     if isinstance(first, Write) and first.operation == "bootstrap":
         found.append("metadata-only bootstrap")
     elif isinstance(first, Write) and first.operation == "full_bootstrap":
@@ -196,10 +198,10 @@ def features_of(scenario: Scenario) -> tuple[str, ...]:
 
 @st.composite
 def shapes(draw: st.DrawFn, focus: frozenset[str] = frozenset()) -> Shape:
-    """A table's shape; with ``focus`` (of :data:`FEATURES`), one that has them: MOR for log compaction, table
-    version 8 or 9 for two ordering fields, what Hudi's bootstrap needs for a bootstrap."""
+    """A table's shape; with ``focus`` (of :data:`FEATURES`), one that has them: MOR for ``mor`` and log
+    compaction, table version 8 or 9 for two ordering fields, what Hudi's bootstrap needs for a bootstrap."""
     boot = "bootstrap" in focus
-    table_type = "MERGE_ON_READ" if "log_compaction" in focus else draw(st.sampled_from(["COPY_ON_WRITE",
+    table_type = "MERGE_ON_READ" if {"mor", "log_compaction"} & focus else draw(st.sampled_from(["COPY_ON_WRITE",
                                                                                           "MERGE_ON_READ"]))
     version = draw(st.sampled_from([8, 9] if "ordering_fields" in focus else [6, 8, 9]))
     metadata = draw(st.booleans())
