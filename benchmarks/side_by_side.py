@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from hudi_connect_stack.endpoints import MinioEndpoint
+from hudi_connect_stack.minio import create_bucket, start_minio
 from hudi_connect_stack.spark_connect import start_spark_connect
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,7 +23,49 @@ from hudi_connect.client.server import connect
 from hudi_connect.table.options import incremental_options
 
 T = TypeVar("T")
+BUCKET = "bench"  # the MinIO bucket of the runs on MinIO
 SCHEMA = "id long, name string, amount double, category string, ts long"
+
+
+def log_format_options(log_format: str) -> dict[str, str]:
+    """The writer option that gives a MOR table's upserts data blocks of ``log_format`` (avro or parquet)."""
+    return {"hoodie.logfile.data.block.format": log_format}
+
+
+@contextmanager
+def minio_if(wanted: bool) -> Iterator[MinioEndpoint | None]:
+    """A MinIO server for the run (a local process, its own directory) with the bucket :data:`BUCKET`, or
+    None."""
+    if not wanted:
+        yield None
+        return
+    directory = Path(tempfile.mkdtemp(prefix="hudi-connect-bench-minio-"))
+    minio = start_minio(directory)
+    try:
+        endpoint = minio.endpoint
+        assert isinstance(endpoint, MinioEndpoint)
+        create_bucket(endpoint, BUCKET)
+        yield endpoint
+    finally:
+        minio.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def copy_table(minio: MinioEndpoint | None, path: str, copy: str) -> None:
+    """Copy the table at ``path`` to ``copy``: a local folder, or on MinIO object by object (a server-side
+    copy each)."""
+    if minio is None:
+        shutil.copytree(path, copy)
+        return
+    from minio import Minio
+    from minio.commonconfig import CopySource
+
+    client = Minio(minio.endpoint_url.split("://", 1)[1], access_key=minio.access_key, secret_key=minio.secret_key,
+                   secure=False, region=minio.region)
+    source, target = (p.removeprefix(f"s3a://{BUCKET}/") for p in (path, copy))
+    for listed in client.list_objects(BUCKET, prefix=f"{source}/", recursive=True):
+        name = listed.object_name
+        client.copy_object(BUCKET, target + name[len(source):], CopySource(BUCKET, name))
 
 
 @contextmanager
@@ -67,10 +110,12 @@ def fingerprint(df: DataFrame) -> int:
 
 
 def snapshot_arguments(description: str | None) -> argparse.ArgumentParser:
-    """The snapshot benchmarks' options beside ``--sizes``: the share of rows updated into logs, repeats and
-    warm-ups."""
+    """The snapshot benchmarks' options beside ``--sizes``: the share of rows updated into logs, the format of
+    the log files' data blocks, repeats and warm-ups."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--updated", type=float, default=0.2)
+    parser.add_argument("--log-format", choices=("avro", "parquet"), default="avro",
+                        help="the MOR table's log data blocks (hoodie.logfile.data.block.format; Hudi's default avro)")
     parser.add_argument("--repeat", type=int, default=3)
     add_warmups(parser)
     return parser

@@ -1,7 +1,8 @@
 """The floor of a snapshot read: hudi-connect's on a plain server against Spark's own Parquet scan of the same
 base files on the same server, the fastest any reader on this engine could go (issue #56).
 
-    python benchmarks/snapshot_floor.py [--sizes 1m,4m] [--updated 0.2] [--repeat 3]
+    python benchmarks/snapshot_floor.py [--sizes 1m,4m] [--updated 0.2] [--repeat 3] [--storage local|minio]
+                                        [--log-format avro|parquet]
 
 For each size it writes two tables through Hudi (bulk insert, then one upsert of ``--updated`` of the rows):
 
@@ -14,6 +15,9 @@ For each size it writes two tables through Hudi (bulk insert, then one upsert of
   base files alone, a lower floor that skips the merge and so answers differently, reported with the bytes
   each side reads.
 
+``--storage minio`` writes the tables to a MinIO server of the run (the compacted copy by server-side copies);
+``--log-format parquet`` has the upsert write Parquet data blocks instead of Hudi's default Avro.
+
 Both readers materialise every row and column (one aggregate of a hash over all columns); interleaved medians
 after a warm-up; the plans' jobs and tasks as `footprint.py` counts them.
 """
@@ -23,14 +27,19 @@ from __future__ import annotations
 import shutil
 import time
 
+from hudi_connect_stack.endpoints import MinioEndpoint
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from side_by_side import (
+    BUCKET,
     SCHEMA,
+    copy_table,
     fingerprint,
     generated_rows,
     hudi_and_plain_sessions,
     interleaved,
+    log_format_options,
+    minio_if,
     sizes,
     snapshot_arguments,
 )
@@ -39,21 +48,23 @@ from hudi_connect.reader import TableReader
 from hudi_connect.table.hudi_table import HudiTable
 
 
-def write_table(hudi: SparkSession, path: str, rows: int, table_type: str, updated: float) -> None:
+def write_table(hudi: SparkSession, path: str, rows: int, table_type: str, updated: float,
+                log_format: str = "avro") -> None:
     table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
                              table_type=table_type, metadata_table=False,
                              options={"hoodie.compact.inline.max.delta.commits": "1000",
-                                      "hoodie.clean.automatic": "false"})
+                                      "hoodie.clean.automatic": "false", **log_format_options(log_format)})
     base = generated_rows(hudi, rows)
     table.bulk_insert(base)
     table.upsert(base.where(F.rand(7) < updated).withColumn("amount", F.col("amount") + 1)
                  .withColumn("ts", F.lit(2).cast("long")))
 
 
-def compacted_base_files(hudi: SparkSession, plain: SparkSession, path: str, copy: str) -> list[str]:
+def compacted_base_files(hudi: SparkSession, plain: SparkSession, path: str, copy: str,
+                         minio: MinioEndpoint | None = None) -> list[str]:
     """The base files of a copy of the MOR table at ``path`` after Hudi compacted it: the same rows, in
     Parquet alone."""
-    shutil.copytree(path, copy)
+    copy_table(minio, path, copy)
     compaction = HudiTable.open(hudi, copy).compaction
     compaction.schedule()
     compaction.run()
@@ -68,14 +79,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=sizes, default=sizes("1m,4m"), help="rows, comma-separated (1m,4m)")
     parser.add_argument("--tables", type=lambda text: text.split(","), default=["COPY_ON_WRITE", "MERGE_ON_READ"],
                         help="table types, comma-separated (COPY_ON_WRITE,MERGE_ON_READ)")
+    parser.add_argument("--storage", choices=("local", "minio"), default="local")
     args = parser.parse_args()
     summary = []
-    with hudi_and_plain_sessions() as (hudi, plain, run_dir):
+    with minio_if(args.storage == "minio") as minio, hudi_and_plain_sessions(minio) as (hudi, plain, run_dir):
+        root = f"s3a://{BUCKET}" if minio is not None else str(run_dir)
         for rows in args.sizes:
             for table_type in args.tables:
-                path = str(run_dir / f"{table_type.lower()}_{rows}")
+                path = f"{root}/{table_type.lower()}_{rows}"
                 begin = time.perf_counter()
-                write_table(hudi, path, rows, table_type, args.updated)
+                write_table(hudi, path, rows, table_type, args.updated, args.log_format)
                 reader = TableReader(plain, path)
                 plan = reader.plan()
                 slices = plan.slices or ()
@@ -92,7 +105,7 @@ def main() -> None:
                 }
                 compacted = f"{path}_compacted"
                 if table_type == "MERGE_ON_READ":
-                    compacted_files = compacted_base_files(hudi, plain, path, compacted)
+                    compacted_files = compacted_base_files(hudi, plain, path, compacted, minio)
                     readers["compacted floor"] = lambda files=compacted_files: fingerprint(plain.read.parquet(*files))
                 medians = interleaved(readers, args.repeat, args.warmups)
                 (floor_time, floor_result), (ours_time, ours_result) = medians["floor"], medians["ours"]
@@ -109,8 +122,9 @@ def main() -> None:
                     print(f"  Spark's Parquet scan after a compaction: {compacted_time:6.2f}s; "
                           f"ours ÷ it: {ours_time / compacted_time:.2f} (target at most 2.0)", flush=True)
                 summary.append((table_type, rows, floor_time, ours_time, base_bytes, log_bytes, compacted_time))
-                shutil.rmtree(path, ignore_errors=True)
-                shutil.rmtree(compacted, ignore_errors=True)
+                if minio is None:  # MinIO's tables go with its directory at the end of the run
+                    shutil.rmtree(path, ignore_errors=True)
+                    shutil.rmtree(compacted, ignore_errors=True)
     print("\ntable  rows      floor s  ours s  ratio  target     floor MB  ours MB  compacted s  ours ÷ compacted")
     for table_type, rows, floor_time, ours_time, base_bytes, log_bytes, compacted_time in summary:
         kind = "COW" if table_type == "COPY_ON_WRITE" else "MOR"
@@ -120,7 +134,8 @@ def main() -> None:
         print(f"{kind:<6} {rows:<9} {floor_time:7.2f}  {ours_time:6.2f}  {ours_time / floor_time:5.2f}  {target:<10} "
               f"{base_bytes / 1e6:8.1f}  {(base_bytes + log_bytes) / 1e6:7.1f}{after}")
         extra = f" compacted_s={compacted_time:.2f}" if compacted_time is not None else ""
-        print(f"RESULT snapshot_floor table={kind} rows={rows} floor_s={floor_time:.2f} ours_s={ours_time:.2f} "
+        print(f"RESULT snapshot_floor storage={args.storage} log_format={args.log_format} table={kind} rows={rows} "
+              f"floor_s={floor_time:.2f} ours_s={ours_time:.2f} "
               f"ratio={ours_time / floor_time:.2f}{extra}")
 
 

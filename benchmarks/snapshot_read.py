@@ -1,7 +1,7 @@
 """Snapshot read of a MOR table: hudi-connect's plan on a plain Spark Connect server
 (no Hudi jar) against Hudi's own snapshot read on the Hudi server, same files.
 
-    python benchmarks/snapshot_read.py [--sizes 250k,1m] [--updated 0.2] [--repeat 3]
+    python benchmarks/snapshot_read.py [--sizes 250k,1m] [--updated 0.2] [--repeat 3] [--log-format avro|parquet]
 
 For each size it writes a MOR table through Hudi (inserts, then one upsert of
 ``--updated`` of the rows, which lands in log files; inline compaction off), then
@@ -21,6 +21,7 @@ from side_by_side import (
     generated_rows,
     hudi_and_plain_sessions,
     interleaved,
+    log_format_options,
     sizes,
     snapshot_arguments,
 )
@@ -39,14 +40,15 @@ def main() -> None:
             path = str(run_dir / f"mor_table_{rows}")
             table = HudiTable.create(hudi, path, SCHEMA, record_key="id", ordering_field="ts", partition_by="category",
                                      table_type="MERGE_ON_READ", metadata_table=False,
-                                     options={"hoodie.compact.inline.max.delta.commits": "1000"})
+                                     options={"hoodie.compact.inline.max.delta.commits": "1000",
+                                              **log_format_options(args.log_format)})
             base = generated_rows(hudi, rows)
             begin = time.perf_counter()
             table.bulk_insert(base)
             updates = base.where(F.rand(7) < args.updated).withColumn("amount", F.col("amount") + 1).withColumn(
                 "ts", F.lit(2).cast("long"))
             table.upsert(updates)
-            print(f"\nwrote {rows} rows, ~{args.updated:.0%} updated into log files, "
+            print(f"\nwrote {rows} rows, ~{args.updated:.0%} updated into log files ({args.log_format} blocks), "
                   f"in {time.perf_counter() - begin:.0f}s", flush=True)
             reader = TableReader(plain, path)
             plan = reader.plan()
@@ -64,8 +66,8 @@ def main() -> None:
     print("\nrows      Hudi s  ours s  ratio  target")
     for rows, hudi_time, ours_time in summary:
         print(f"{rows:<9} {hudi_time:6.2f}  {ours_time:6.2f}  {ours_time / hudi_time:5.2f}  at most 0.8")
-        print(f"RESULT snapshot_read rows={rows} hudi_s={hudi_time:.2f} ours_s={ours_time:.2f} "
-              f"ratio={ours_time / hudi_time:.2f}")
+        print(f"RESULT snapshot_read log_format={args.log_format} rows={rows} hudi_s={hudi_time:.2f} "
+              f"ours_s={ours_time:.2f} ratio={ours_time / hudi_time:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,21 @@
 """The executor-side slice reader, run locally without Spark: merging every fixture
-table's file slices gives hudi-rs's snapshot, latest and as of every commit."""
+table's file slices gives hudi-rs's snapshot, latest and as of every commit; a base
+file reads as Arrow's plain read of it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from hudi_connect_stack.testing.compare import arrow_multiset
 from hudi_connect_stack.testing.fixture_tables import LocalTableView, fixture_names, local_table_view, unzip_fixture
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from hudi_connect.core.executor.base_files import _dictionary_encoded_strings, read_parquet
 from hudi_connect.core.executor.slices import SliceReadConfig, read_slice
 from hudi_connect.core.format.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
@@ -140,3 +145,34 @@ def test_a_planned_file_gone_when_read_is_refused_by_name(tmp_path: Path, kind: 
     printed = "".join(traceback.format_exception(refused.value))  # as the worker prints it for the client
     arrived = worker_refusal(RuntimeError(printed))
     assert isinstance(arrived, ConcurrentTableChangeError) and gone in str(arrived)
+
+
+_TEXTS = st.one_of(st.none(), st.sampled_from(["", "a", "20261130151843123", "x" * 70]), st.text(max_size=8))
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(data=st.data(), rows=st.integers(0, 300), dictionary=st.sampled_from([True, False, ["few"], ["many"]]),
+       version=st.sampled_from(["1.0", "2.6"]), page_version=st.sampled_from(["1.0", "2.0"]),
+       row_group=st.integers(1, 200), dictionary_limit=st.sampled_from([64, 1 << 20]))
+def test_a_base_file_reads_as_arrows_plain_read(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject,
+                                                rows: int, dictionary: bool | list[str], version: str,
+                                                page_version: str, row_group: int, dictionary_limit: int) -> None:
+    """``read_parquet`` (string columns written with a dictionary throughout read as dictionaries, then
+    expanded) equals Arrow's plain read of the file, types and values: few and many distinct strings, nulls,
+    several row groups, dictionaries that overflow to plain pages (a small dictionary page limit), the
+    encodings' names of Parquet 1 (as Hudi's writer names them) and 2, pages of both versions."""
+    few = data.draw(st.lists(_TEXTS, min_size=rows, max_size=rows))
+    table = pa.table({
+        "few": pa.array([few[i % 3] if few else None for i in range(rows)], pa.string()),
+        "many": pa.array(few, pa.string()),
+        "large": pa.array(few, pa.large_string()),
+        "n": pa.array(range(rows), pa.int64()),
+    })
+    path = tmp_path_factory.mktemp("parquet") / "base.parquet"
+    pq.write_table(table, path, use_dictionary=dictionary, version=version, data_page_version=page_version,
+                   row_group_size=row_group, dictionary_pagesize_limit=dictionary_limit)
+    expected = pq.ParquetFile(path).read(use_threads=False)
+    if rows and version == "1.0" and dictionary in (True, ["few"]) and dictionary_limit > 64:
+        assert "few" in _dictionary_encoded_strings(pq.ParquetFile(path))  # the path under test is taken
+    read = read_parquet(pa.OSFile(str(path)))
+    assert read.schema == expected.schema and read.equals(expected)

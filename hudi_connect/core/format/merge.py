@@ -89,7 +89,6 @@ def comparable_orderings(base: pa.Table | None, logs: LogRecords) -> tuple[pa.Ta
     ordered = pc.is_valid(deletes[ORD])  # a natural delete carries no ordering value
     ordered_deletes = deletes.filter(ordered)
     values = [t[ORD].combine_chunks() for t in tables] + [ordered_deletes[ORD].combine_chunks().cast(ordering_type)]
-    keys = [t[KEY].combine_chunks() for t in tables] + [ordered_deletes[KEY].combine_chunks().cast(pa.string())]
     fields = list(ordering_type) if pa.types.is_struct(ordering_type) else [pa.field(ORD, ordering_type)]
     per_field = []
     for i, field in enumerate(fields):
@@ -99,6 +98,8 @@ def comparable_orderings(base: pa.Table | None, logs: LogRecords) -> tuple[pa.Ta
                 zero = pa.scalar(0, pa.int32()).cast(field.type)
                 columns = [pc.fill_null(c, zero) for c in columns]
             else:
+                keys = [t[KEY].combine_chunks() for t in tables] + [ordered_deletes[KEY].combine_chunks()
+                                                                      .cast(pa.string())]
                 _refuse_null_orderings(keys, [c.is_null() for c in columns], field.type)
         per_field.append([_ordering_keys(c) for c in columns])
     comparable = per_field[0] if len(fields) == 1 else _lexicographic_ranks(per_field)
@@ -239,21 +240,21 @@ def merge_slice(
 
     won = pc.equal(winners[KIND], DATA)
     positions = np.sort(winners[POS].filter(won).to_numpy())  # in log order
-    log_winners = data.select([*output_columns, KEY, ORD]).take(positions)
-    deleted_keys = winners.filter(pc.invert(won)).select([KEY, ORD, KIND])
+    log_winners = data.select([*output_columns, KEY, ORD])
+    if len(positions) < data.num_rows:  # else every log record won: the positions are all rows, in order
+        log_winners = log_winners.take(positions)
+    deleted_keys = winners.filter(pc.invert(won)).select([KEY, ORD])
 
     if base is None or base.num_rows == 0:
         return log_winners.select(output_columns)
 
     # Base rows: dropped if the key was naturally deleted, or if a log winner (data or delete)
     # has an ordering value at least as great (or commit-time ordering: always). The log decided one winner
-    # per key; a hash join finds the base rows of those keys, and the rest is arithmetic on row numbers.
-    decided_keys = [t[KEY].combine_chunks().cast(pa.string()) for t in (log_winners, deleted_keys)]
-    decided = pa.table({KEY: pa.concat_arrays(decided_keys),
-                        "__hc_decided": pa.array(np.arange(log_winners.num_rows + deleted_keys.num_rows))})
-    pairs = pa.table({KEY: base[KEY], "__hc_row": pa.array(np.arange(base.num_rows))}).join(
-        decided, KEY, join_type="inner")
-    rows, hits = _first_row_of_each_key(pairs["__hc_row"].to_numpy(), pairs["__hc_decided"].to_numpy())
+    # per key; a hash lookup finds the base rows of those keys, and the rest is arithmetic on row numbers.
+    decided_keys = pa.concat_arrays([t[KEY].combine_chunks().cast(pa.string()) for t in (log_winners, deleted_keys)])
+    found = pc.index_in(base[KEY], value_set=decided_keys, skip_nulls=True).combine_chunks()  # null: not decided
+    base_rows = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+    rows, hits = _first_row_of_each_key(base_rows, found.take(base_rows).to_numpy().astype(np.int64))
     keeps = np.ones(base.num_rows, dtype=bool)
     keeps[rows] = False  # under commit-time ordering the log's winner always wins
     if event_time_ordering:
@@ -270,7 +271,9 @@ def merge_slice(
             log_keeps = np.ones(log_winners.num_rows, dtype=bool)
             log_keeps[lost] = False
             log_winners = log_winners.filter(pa.array(log_keeps))
-    return pa.concat_tables([base.select(output_columns).filter(pa.array(keeps)), log_winners.select(output_columns)])
+    # by row numbers: Arrow's take copies strings faster than its filter does (31 ms against 42 ms, 500k rows)
+    kept = base.select(output_columns).take(np.flatnonzero(keeps))
+    return pa.concat_tables([kept, log_winners.select(output_columns)])
 
 
 def _first_row_of_each_key(rows: Positions, hits: Positions) -> tuple[Positions, Positions]:
