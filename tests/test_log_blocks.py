@@ -736,7 +736,8 @@ def _imports(path: Path) -> Iterator[str]:
 
 def test_package_imports_only_stdlib_pyarrow_and_fastavro() -> None:
     core = REPO / "hudi_connect" / "core"
-    sources = [*sorted((core / "format" / "log").glob("*.py")), core / "errors.py"]
+    sources = [*sorted((core / "format" / "log").glob("*.py")), core / "format" / "parquet_files.py",
+               core / "errors.py"]
     assert len(sources) > 3
     for source in sources:
         # the optional native decoder, with numpy, only where a worker's Python has it
@@ -744,7 +745,8 @@ def test_package_imports_only_stdlib_pyarrow_and_fastavro() -> None:
         for module in _imports(source):
             top = module.split(".")[0]
             allowed = top in sys.stdlib_module_names or top in {"pyarrow", "fastavro", *optional} or \
-                module == "hudi_connect.core.errors" or module.startswith("hudi_connect.core.format.log")
+                module in ("hudi_connect.core.errors", "hudi_connect.core.format.parquet_files") or \
+                module.startswith("hudi_connect.core.format.log")
             assert allowed, f"{source.name} imports {module}"
     # Loaded without hudi_connect/__init__.py, as from a zip of just these modules, nothing else comes along.
     probe = (

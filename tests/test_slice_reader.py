@@ -15,10 +15,10 @@ from hudi_connect_stack.testing.fixture_tables import LocalTableView, fixture_na
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_connect.core.executor.base_files import _dictionary_encoded_strings, read_parquet
 from hudi_connect.core.executor.slices import SliceReadConfig, read_slice
 from hudi_connect.core.format.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
+from hudi_connect.core.format.parquet_files import _dictionary_encoded_strings, read_parquet
 from hudi_connect.core.format.table_schema import record_schema
 
 MOR_AND_COW = [n for n in fixture_names() if n != "cow_v6_empty"]

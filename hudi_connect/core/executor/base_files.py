@@ -12,11 +12,11 @@ import os
 from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from hudi_connect.core.errors import UnsupportedTableFeatureError
 from hudi_connect.core.executor.storage import filesystem_for, location_of, read_bytes, storage_access
 from hudi_connect.core.executor.storage.s3 import S3Settings
+from hudi_connect.core.format.parquet_files import read_parquet
 
 LANCE_SUFFIX = ".lance"
 
@@ -30,45 +30,6 @@ def read_base_file(uri: str) -> pa.Table:
     filesystem, path = filesystem_for(uri)
     with storage_access(uri), filesystem.open_input_file(path) as handle:
         return read_parquet(handle)
-
-
-# Encodings of a column chunk whose values are all dictionary indices (the others are of levels); Parquet 2
-# writers name their dictionary pages PLAIN, so their columns fail this test and are read as before
-_DICTIONARY_ONLY = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED"})
-
-
-def read_parquet(source: pa.NativeFile) -> pa.Table:
-    """Every record of a Parquet file, its string columns as plain strings.
-
-    A string column written with a dictionary throughout (Hudi's commit time, partition path and file name
-    columns: a few values each) is read as its dictionary and expanded after: Arrow's reader expands each value
-    on its own, five times slower (70 ms against 15 ms for a file name over 500k rows)."""
-    parquet = pq.ParquetFile(source)
-    dictionary_columns = _dictionary_encoded_strings(parquet)
-    if not dictionary_columns:
-        return parquet.read(use_threads=False)
-    plain = parquet.schema_arrow  # a large string's dictionary reads as a dictionary of strings: cast to it
-    # the footer read once: on an object store each read is a request
-    table = pq.ParquetFile(source, metadata=parquet.metadata, read_dictionary=dictionary_columns).read(
-        use_threads=False)
-    for index, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type):
-            table = table.set_column(index, plain.field(index), table.column(index).cast(plain.field(index).type))
-    return table
-
-
-def _dictionary_encoded_strings(parquet: pq.ParquetFile) -> list[str]:
-    """The top-level string columns whose every chunk holds dictionary indices only."""
-    metadata, schema = parquet.metadata, parquet.schema_arrow
-    chunks: dict[str, list[pq.ColumnChunkMetaData]] = {}
-    for group in range(metadata.num_row_groups):
-        row_group = metadata.row_group(group)
-        for column in range(row_group.num_columns):
-            chunk = row_group.column(column)
-            chunks.setdefault(chunk.path_in_schema, []).append(chunk)
-    return [field.name for field in schema
-            if (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)) and chunks.get(field.name)
-            and all(c.has_dictionary_page and set(c.encodings) <= _DICTIONARY_ONLY for c in chunks[field.name])]
 
 
 def read_lance_file(uri: str) -> pa.Table:

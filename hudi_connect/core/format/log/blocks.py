@@ -18,11 +18,11 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from hudi_connect.core.errors import LogDecodeError
 from hudi_connect.core.format.log.avro_records import avro_to_arrow_schema, decode_avro_data_content, record_spans
 from hudi_connect.core.format.log.format import HeaderKey, LogBlock, LogBlockType
+from hudi_connect.core.format.parquet_files import read_parquet
 
 # HoodieCommandBlock.HoodieCommandBlockTypeEnum: the header holds the ordinal, ROLLBACK_BLOCK is the only one.
 ROLLBACK_COMMAND = "0"
@@ -90,7 +90,7 @@ def _parquet_records(block: LogBlock, reader_schema_json: str | None) -> pa.Tabl
     try:
         # Not pq.read_table: its dataset scanner leaves Arrow threads behind, which can abort the worker
         # when it exits (apache/arrow#34314); Spark already runs one task per core.
-        table = pq.ParquetFile(pa.BufferReader(block.content)).read(use_threads=False)
+        table = read_parquet(pa.BufferReader(block.content))
     except (pa.ArrowException, OSError, ValueError) as error:
         raise LogDecodeError(f"{_where(block)}: the content is not a readable Parquet file: {error}") from None
     if reader_schema_json is None:
