@@ -279,6 +279,24 @@ def test_a_commit_the_metadata_table_lacks_is_read_from_storage(spark: SparkSess
     assert ours == listing and {"key:1", "key:7"} <= ours, (ours, listing)
 
 
+@pytest.mark.full
+def test_a_null_int_partition_read_with_a_comparison_beyond_bigint_is_kept_as_spark_keeps_it(
+        spark: SparkSession, plain_spark: SparkSession, tmp_path: Path) -> None:
+    """The shrunk seed 71501 (the MOR run of 2026-11-30): an int partition column with nulls, read with
+    ``NOT (part >= 10000000000000000000)``. Spark folds ``part >= 1e19`` to ``false`` (a NULL part too), so
+    Hudi's read keeps the null partition's rows; our pruning read the comparison as NULL and dropped them."""
+    def record(key: int, part: int | None) -> Record:
+        return Record(key, part, 1, 100 * key, "p", None)
+
+    shape = Shape("MERGE_ON_READ", 8, "int", hive_style=False, url_encode=False, ordering_type="int",
+                  merge="commit_time", index="BUCKET", metadata=True, column_stats=True, key_generator="custom",
+                  cdc="off", archival=False)
+    steps = (Write("insert", (record(1, 2023), record(3, None), record(7, 5))),)
+    request = Request("snapshot", ("not", ("cmp", ">=", "part", 10000000000000000000)))
+    outcome = run_scenario(spark, plain_spark, str(tmp_path / "t"), Scenario(shape, steps, ((request,),)))
+    assert outcome.compared == {"equal": 1} and not outcome.differences, (outcome.compared, outcome.differences)
+
+
 MINUTES = float(os.environ.get("HUDI_CONNECT_DIFFERENTIAL_MINUTES", "10"))
 # the Spark 4 line whose plain server also reads (ANSI on), from that line's client environment: the long runs'
 # (python -m integration.differential: 4.3 unless told); none under pytest alone, whose Spark 4 set-up may not be

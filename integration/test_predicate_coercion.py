@@ -50,6 +50,7 @@ LITERALS: list[Any] = [
     5, 0, 10, 2024, -3, 2**33, 1.5, 0.1, 5.0, math.nan, decimal.Decimal("0.10"), True, False,
     dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.datetime(2024, 1, 1, 5), dt.datetime(2024, 1, 1, 5, tzinfo=UTC),
     dt.datetime(2024, 1, 1, 0, 30, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
+    10**19, -10**19, decimal.Decimal("9223372036854775807.5"),  # beyond bigint: decimals, folded by Spark
 ]
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 
@@ -145,3 +146,27 @@ def test_a_string_against_a_float_column_prunes_as_sparks_cast_to_a_float(plain_
               for value, spark_keeps in zip(values, kept or [], strict=True)
               if spark_keeps and not partition_may_match(ours(recipe), {"c": value})]
     assert not pruned, pruned
+
+
+def test_an_integral_column_against_a_decimal_beyond_bigint_keeps_nulls_as_spark_does(
+        plain_spark: SparkSession) -> None:
+    """The differential tester's seed 71501: ``NOT (part >= 10000000000000000000)`` on an int partition column
+    with nulls. Spark's analyzer folds ``part >= 1e19`` to ``false`` (a NULL part too), so the NOT keeps the
+    null partition's rows; pruning read the comparison as NULL and dropped them. Every comparison and its
+    negation, on integral columns holding nulls, in the three spellings."""
+    drawn = [("cmp", op, "c", literal) for op in OPS for literal in (10**19, -10**19)]
+    drawn += [("not", recipe) for recipe in drawn]
+    for type_name, values in {"int": [5, None], "bigint": [2**33, None], "smallint": [-3, None]}.items():
+        for sql in (False, True):
+            answers = _spark_answers(plain_spark, type_name, values, drawn, sql)
+            assert all(kept is not None for kept in answers), "Spark compares each"
+            assert any(kept == [True, True] for kept in answers), "the NULL row is kept by some predicate"
+            for recipe, kept in zip(drawn, answers, strict=True):
+                for predicate in (ours(recipe), translate(sql_text(recipe) if sql else pyspark_column(recipe)).pruning):
+                    assert predicate is not None
+                    for value, spark_keeps in zip(values, kept or [], strict=True):
+                        if spark_keeps:
+                            assert partition_may_match(predicate, {"c": value}), (type_name, recipe, value)
+                    if any(kept or []):
+                        assert stats_may_match(predicate, {"c": _range(values)}), (type_name, recipe)
+                        assert stats_may_match(predicate, {"c": _range([None])}) or not (kept or [])[-1], recipe

@@ -17,7 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hudi_connect.core.format.spark_coercion import UNDECIDED, in_mixes_strings, spark_compare, spark_literal
+from hudi_connect.core.format.spark_coercion import (
+    UNDECIDED,
+    folds_to_a_constant,
+    in_mixes_strings,
+    spark_compare,
+    spark_literal,
+)
 
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -258,6 +264,9 @@ def evaluate(expr: Expression, row: Mapping[str, Any]) -> Any:
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
     if any(v is None for v in values):
+        if isinstance(expr, Comparison) and any(
+                isinstance(child, Literal) and folds_to_a_constant(child.value) for child in _children(expr)):
+            return UNKNOWN  # Spark may answer true or false for a NULL there, not NULL
         return None
     if isinstance(expr, Comparison):
         return spark_compare(expr.op, values[0], values[1])
@@ -364,6 +373,8 @@ def _push_not(expr: Expression) -> Expression | None:
 
 
 def _range_may_match(op: str, stats: ColumnRange, value: Any) -> bool:
+    if folds_to_a_constant(value) and (stats.null_count is None or stats.null_count > 0):
+        return True  # Spark's constant answer may keep the file's NULLs (folds_to_a_constant)
     if value is None or stats.all_null:
         return False  # comparisons with NULL hold for no row
     low, high = stats.min_value, stats.max_value

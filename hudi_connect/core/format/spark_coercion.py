@@ -63,6 +63,14 @@ def spark_literal(value: Any) -> Any:
     return value
 
 
+def folds_to_a_constant(literal: Any) -> bool:
+    """Whether Spark's analyzer may replace a comparison with this literal by a constant true or false: against
+    an integral column, a decimal literal beyond bigint's range compares so (``DecimalPrecision``, Spark 3.5: ``int_col
+    >= 10000000000000000000`` is ``false``), and a NULL of the column does not make it NULL. Whether the column is
+    integral is not known where values are compared, so a NULL against such a literal decides nothing."""
+    return isinstance(literal, decimal.Decimal) and literal.is_finite() and not -2**63 <= literal <= 2**63 - 1
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool)
 
