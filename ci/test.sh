@@ -18,8 +18,8 @@
 # Tiers: CI (`.ci/run`, this script without --full) runs a representative slice of every kind of test, so that
 # every feature, storage and table type is touched once; `--full` runs everything (the README's table "The tiers,
 # and CI's time" says what each adds). CI's budget is 45 minutes on a fresh machine with an empty cache (the
-# README has the last cold measurement). Each leg prints its time and the run its total; a run past 80 minutes
-# fails with a message saying so, before CI's 90-minute limit would stop a submission silently.
+# README has the last cold measurement). Each leg prints its time and the run its total; a run past the budget says
+# so, and one past 85 minutes fails with a message saying so, with a margin below CI's 90-minute limit.
 #
 # Usage: ci/test.sh [--differential-minutes N] [--full | --spark4 | --containers | --help] [pytest args]
 #   --differential-minutes N  with --full (implied): the differential tester against Hudi runs N minutes
@@ -35,7 +35,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${HUDI_CONNECT_CACHE:-$HOME/.cache/hudi-connect}"
 VENV="$CACHE/venv"
-LIMIT_SECONDS=$(( 80 * 60 ))  # CI stops a run at 90 minutes and lands nothing; fail visibly before that
+BUDGET_SECONDS=$(( 45 * 60 ))  # CI's budget, cold: a run past it says so
+# CI stops a run at 90 minutes and lands nothing. A run that ends past this guard fails, though CI would take it:
+# a margin kept, as CI's machines vary (stop 83's run took 4619 s where a cold run here took about 2300-2900 s)
+LIMIT_SECONDS=$(( 85 * 60 ))
 start=$(date +%s)
 say() { printf '[hudi-connect test] %s\n' "$*"; }
 since() { echo "$(( $(date +%s) - $1 ))s"; }
@@ -233,6 +236,9 @@ done
 rm -rf "$logs"
 total=$(( $(date +%s) - start ))
 say "total ${total}s"
+if [ "$total" -gt "$BUDGET_SECONDS" ]; then
+  say "the run took ${total}s, past CI's budget of ${BUDGET_SECONDS}s: a new test needs an equal cut" >&2
+fi
 if [ "$total" -gt "$LIMIT_SECONDS" ]; then
   say "the run took ${total}s, past the ${LIMIT_SECONDS}s guard (CI stops at 5400s and lands nothing): move" \
       "the slowest tests behind --full (tests marked full) and keep a representative slice" >&2
