@@ -195,6 +195,14 @@ def test_names_that_are_missing_or_not_hudi_tables_and_path_tables_sql_writes_ar
         by_path.clean()  # Hudi's run_clean takes a catalog name: nothing is registered behind the user's back
     assert tables_in(metastore_spark, database) | tables_in(metastore_spark, "default") == before
 
+
+@pytest.mark.full  # CI's slice keeps the refusals above (about 40 s of synced writes here)
+def test_a_path_table_registered_later_writes_and_cleans_by_its_name_and_registers_nothing_else(
+    metastore_spark: SparkSession, database: str, hive_metastore_endpoint: HiveMetastoreEndpoint,
+) -> None:
+    path = f"{hive_metastore_endpoint.warehouse_dir}/by-path/{uuid.uuid4().hex[:10]}"
+    by_path = HudiTable.create(metastore_spark, path, "id int, v string, ts long", record_key="id",
+                               ordering_field="ts", table_type="COPY_ON_WRITE")
     named = by_path.register(fresh_name(database))
     named.upsert(metastore_spark.createDataFrame([(1, "a", 1)], "id int, v string, ts long"))
     named.upsert(metastore_spark.createDataFrame([(1, "b", 2)], "id int, v string, ts long"))

@@ -71,9 +71,9 @@ def test_root_causes_count_the_deepest_cause_of_each_trace_whatever_varies() -> 
 @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_a_focused_run_draws_its_features_into_every_scenario(data: st.DataObject) -> None:
-    """``--focus``: every scenario has the features named, where Hudi writes them (MOR; log compaction: MOR; two
-    ordering fields: table version 8 or 9; a bootstrap first, of one ordering field), and the report's count by
-    feature is the scenarios'."""
+    """``--focus``: every scenario has the features named, where Hudi writes them (MOR; log compaction and Parquet
+    log blocks: MOR; two ordering fields: table version 8 or 9; a bootstrap first, of one ordering field), and the
+    report's count by feature is the scenarios'."""
     focus = frozenset(data.draw(st.sets(st.sampled_from(FEATURES), min_size=1)))
     scenario = data.draw(scenarios(focus=focus))
     found = features_of(scenario)
@@ -84,6 +84,9 @@ def test_a_focused_run_draws_its_features_into_every_scenario(data: st.DataObjec
         assert scenario.shape.is_mor
     if "log_compaction" in focus:
         assert scenario.shape.is_mor and "log compaction" in found
+    if "parquet_logs" in focus:
+        assert scenario.shape.is_mor and "Parquet log blocks" in found
+    assert scenario.shape.is_mor or scenario.shape.log_format == "avro"  # COW writes no log blocks
     if {"ordering_fields", "bootstrap"} <= focus:  # Hudi writes no bootstrap of several ordering fields
         assert two_fields != bootstrapped
     elif "ordering_fields" in focus:

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_connect.cdc import ChangeQuery
 from hudi_connect.client.server import connect
 from hudi_connect.core.errors import UnsupportedOperationError
+from hudi_connect.core.format.log.format import LogBlockType, read_log_blocks
 from hudi_connect.core.format.table_schema import META_COLUMNS
 from hudi_connect.reader import TableReader, table_reader
 from hudi_connect.table.hudi_table import HudiTable
@@ -136,15 +137,25 @@ def test_fixture_on_minio_reads_through_executor_s3_access(
 SCHEMA = "id int, v string, ts long, part string"
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def data_block_types(base_path: str) -> set[LogBlockType]:
+    """The types of the data blocks in a table's log files."""
+    return {block.block_type for log in Path(base_path).rglob(".*.log.*") if ".hoodie" not in log.parts
+            for block in read_log_blocks(log.read_bytes())
+            if block.block_type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA)}
+
+
+# MOR: our default log data blocks (Parquet), and Hudi's (Avro) as a user's option sets them (--full)
+@pytest.mark.parametrize(("table_type", "log_format"), [
+    ("COPY_ON_WRITE", None), ("MERGE_ON_READ", None), pytest.param("MERGE_ON_READ", "avro", marks=pytest.mark.full)])
 def test_written_table_with_a_failed_write_equals_hudis_reads(
-    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, table_type: str
+    spark: SparkSession, plain_spark: SparkSession, local_base_path: str, table_type: str, log_format: str | None
 ) -> None:
     table = HudiTable.create(spark, local_base_path, SCHEMA, record_key="id", ordering_field="ts",
                              partition_by="part", table_type=table_type, metadata_table=False,
                              # no cleaning, no inline compaction: every write stays as it was written
                              options={"hoodie.clean.automatic": "false",
-                                      "hoodie.compact.inline.max.delta.commits": "100"})
+                                      "hoodie.compact.inline.max.delta.commits": "100",
+                                      **({"hoodie.logfile.data.block.format": log_format} if log_format else {})})
     rows = lambda data: spark.createDataFrame(data, SCHEMA)  # noqa: E731
     first = table.insert(rows([(k, f"v{k}", 1, f"p{k % 3}") for k in range(30)]))
     second = table.upsert(rows([(k, f"u{k}", 2, f"p{k % 3}") for k in range(0, 30, 2)]))
@@ -166,6 +177,9 @@ def test_written_table_with_a_failed_write_equals_hudis_reads(
         assert multiset(reader.incremental(begin, end), columns) == multiset(
             table.hudi.incremental(begin, end, with_meta_columns=True), columns)
     assert not [r for r in reader.snapshot().collect() if r.v == "failed"]
+    if table_type == "MERGE_ON_READ":
+        logged = {"avro": LogBlockType.AVRO_DATA, None: LogBlockType.PARQUET_DATA}[log_format]
+        assert data_block_types(local_base_path) == {logged}
     # one more successful write after the failure
     table.upsert(rows([(7, "last", 3, "p1")]))
     assert multiset(reader.snapshot(), columns) == multiset(table.hudi.snapshot(with_meta_columns=True), columns)

@@ -63,6 +63,16 @@ def _metadata_options(enabled: bool, indexes: Sequence[MetadataPartition | str])
     }
 
 
+# Log data blocks in Parquet on MOR tables (Hudi's default is Avro; a writer's option, each block names its
+# format): a tenth of the bytes (a 20% upsert of 4M rows logged 10.3 MB against 116 MB), writes 20-30% faster,
+# and merged by our readers and Hudi's alike (docs/performance.md, "Log blocks in Parquet"). A user's option wins.
+LOG_BLOCK_FORMAT = {"hoodie.logfile.data.block.format": "parquet"}
+
+
+def _log_options(table_type: TableType) -> dict[str, str]:
+    return dict(LOG_BLOCK_FORMAT) if table_type is TableType.MERGE_ON_READ else {}
+
+
 def _writer_options(
     name: str,
     table_type: TableType,
@@ -93,6 +103,7 @@ def create_options(spec: TableSpec) -> dict[str, str]:
         (spec.ordering_field,) if spec.ordering_field else (),
         key_generator(spec.record_key, spec.partition_by), hive_style=True,
     )
+    options.update(_log_options(spec.table_type))
     options["hoodie.table.cdc.enabled"] = str(spec.cdc is not None).lower()
     if spec.cdc is not None:
         options["hoodie.table.cdc.supplemental.logging.mode"] = spec.cdc.value
@@ -111,6 +122,7 @@ def table_write_options(props: TableProperties) -> dict[str, str]:
         generator, hive_style=props.hive_style_partitioning,
     )
     options["hoodie.datasource.write.partitionpath.urlencode"] = str(props.url_encode_partitioning).lower()
+    options.update(_log_options(props.table_type))
     # Writing with the metadata table off would delete an existing one: follow the table.
     options.update(_metadata_options(bool(props.metadata_partitions), props.metadata_partitions))
     return options

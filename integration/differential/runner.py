@@ -149,6 +149,8 @@ def writer_options(shape: Shape) -> dict[str, str]:
         # Hudi's own CDC query fails ("There should be a cdc log file") on inserts packed into small files
         options |= {"hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": shape.cdc,
                     "hoodie.parquet.small.file.limit": "0"}
+    if shape.log_format != "avro":
+        options["hoodie.logfile.data.block.format"] = shape.log_format
     if shape.log_compaction:  # inline, as soon as a file slice has two log blocks
         options |= {"hoodie.log.compaction.inline": "true", "hoodie.log.compaction.blocks.threshold": "2"}
     if shape.archival:

@@ -60,6 +60,7 @@ class Shape:
     ordering_fields: Literal[1, 2] = 1  # 2: ordered by ``ts`` then the int ``ts2`` (Hudi compares field by field)
     # MOR: Hudi's log compaction after every write, where a file slice has two log blocks or more
     log_compaction: bool = False
+    log_format: Literal["avro", "parquet"] = "avro"  # MOR: the log's data blocks (hoodie.logfile.data.block.format)
 
     @property
     def is_mor(self) -> bool:
@@ -177,16 +178,18 @@ PARTITION_LITERALS: dict[str, tuple[Any, ...]] = {
 
 
 # Features a run can focus on (``--focus``): every scenario drawn then has each of them, where Hudi writes it
-FEATURES = ("mor", "log_compaction", "bootstrap", "ordering_fields")
+FEATURES = ("mor", "log_compaction", "bootstrap", "ordering_fields", "parquet_logs")
 
 
 def features_of(scenario: Scenario) -> tuple[str, ...]:
-    """The features of :data:`FEATURES` a scenario has, as its report counts them: MOR, log compaction, a
-    metadata-only or full-record bootstrap as its first step, two ordering fields (on COW or MOR)."""
+    """The features of :data:`FEATURES` a scenario has, as its report counts them: MOR, log compaction, Parquet
+    log blocks, a metadata-only or full-record bootstrap as its first step, two ordering fields (on COW or MOR)."""
     shape, first = scenario.shape, scenario.steps[0]
     found = ["MOR"] if shape.is_mor else []
     if shape.log_compaction:
         found.append("log compaction")
+    if shape.log_format == "parquet":
+        found.append("Parquet log blocks")
     if isinstance(first, Write) and first.operation == "bootstrap":
         found.append("metadata-only bootstrap")
     elif isinstance(first, Write) and first.operation == "full_bootstrap":
@@ -198,11 +201,12 @@ def features_of(scenario: Scenario) -> tuple[str, ...]:
 
 @st.composite
 def shapes(draw: st.DrawFn, focus: frozenset[str] = frozenset()) -> Shape:
-    """A table's shape; with ``focus`` (of :data:`FEATURES`), one that has them: MOR for ``mor`` and log
-    compaction, table version 8 or 9 for two ordering fields, what Hudi's bootstrap needs for a bootstrap."""
+    """A table's shape; with ``focus`` (of :data:`FEATURES`), one that has them: MOR for ``mor``, log
+    compaction and Parquet log blocks, table version 8 or 9 for two ordering fields, what Hudi's bootstrap needs
+    for a bootstrap."""
     boot = "bootstrap" in focus
-    table_type = "MERGE_ON_READ" if {"mor", "log_compaction"} & focus else draw(st.sampled_from(["COPY_ON_WRITE",
-                                                                                          "MERGE_ON_READ"]))
+    table_type = "MERGE_ON_READ" if {"mor", "log_compaction", "parquet_logs"} & focus \
+        else draw(st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]))
     version = draw(st.sampled_from([8, 9] if "ordering_fields" in focus else [6, 8, 9]))
     metadata = draw(st.booleans())
     index = draw(st.sampled_from(["BLOOM", "SIMPLE", *([] if boot else ["BUCKET"]),
@@ -224,6 +228,8 @@ def shapes(draw: st.DrawFn, focus: frozenset[str] = frozenset()) -> Shape:
         ordering_fields=(2 if "ordering_fields" in focus else 1 if boot else draw(st.sampled_from([1, 1, 2])))
         if version != 6 else 1,
         log_compaction=table_type == "MERGE_ON_READ" and ("log_compaction" in focus or draw(st.booleans())),
+        log_format="parquet" if "parquet_logs" in focus else draw(st.sampled_from(["avro", "parquet"]))
+        if table_type == "MERGE_ON_READ" else "avro",
     )
 
 
