@@ -16,10 +16,10 @@
 # while leg 1's integration suite runs; then legs 2 and 3 run side by side, their output printed after them.
 #
 # Tiers: CI (`.ci/run`, this script without --full) runs a representative slice of every kind of test, so that
-# every feature, storage and table type is touched once; `--full` runs everything (the README's table "The tiers,
-# and CI's time" says what each adds). CI's budget is 45 minutes on a fresh machine with an empty cache (the
-# README has the last cold measurement). Each leg prints its time and the run its total; a run past the budget says
-# so, and one past 85 minutes fails with a message saying so, with a margin below CI's 90-minute limit.
+# every feature, storage and table type is touched once; `--full` runs everything (docs/contributing.md says what
+# each adds, and has the last cold measurements). CI's budget is 45 minutes on a fresh machine with an empty
+# cache. Each leg prints its time and the run its total; a run past the budget says so, and one past 85 minutes
+# fails with a message saying so, with a margin below CI's 90-minute limit.
 #
 # Usage: ci/test.sh [--differential-minutes N] [--full | --spark4 | --containers | --help] [pytest args]
 #   --differential-minutes N  with --full (implied): the differential tester against Hudi runs N minutes
