@@ -64,7 +64,7 @@ def _metadata_options(enabled: bool, indexes: Sequence[MetadataPartition | str])
 
 
 # Log data blocks in Parquet on MOR tables (Hudi's default is Avro; a writer's option, each block names its
-# format): a tenth of the bytes (a 20% upsert of 4M rows logged 10.3 MB against 116 MB), writes 20-30% faster,
+# format): a tenth of the bytes (a 20% upsert of 4M rows logged 10.3 MB against 116 MB), writes 15-22% faster,
 # and merged by our readers and Hudi's alike (docs/performance.md, "Log blocks in Parquet"). A user's option wins.
 LOG_BLOCK_FORMAT = {"hoodie.logfile.data.block.format": "parquet"}
 
