@@ -202,13 +202,15 @@ EVENT = st.tuples(st.sampled_from(["data", "data", "delete", "natural"]), st.one
 @settings(max_examples=200, deadline=None)
 @given(keys=st.lists(st.tuples(st.integers(0, 2), st.lists(EVENT, max_size=4)), min_size=1, max_size=8),
        base_orderings=st.lists(st.one_of(st.none(), st.integers(-2, 2)), min_size=8, max_size=8),
-       chunk=st.integers(1, 3))
+       chunk=st.integers(1, 3), dictionary=st.booleans())
 def test_the_vectorised_merge_equals_the_sequential_fold(event_time: bool, keys: list[tuple[int, list[Any]]],
-                                                         base_orderings: list[Any], chunk: int) -> None:
+                                                         base_orderings: list[Any], chunk: int,
+                                                         dictionary: bool) -> None:
     """``merge_slice`` (Arrow, vectorised) against ``merge_slice_partial``'s record-by-record fold of the same
     rules with every record complete: keys with no base record, one, or two (an ``insert`` skips the index),
     data records, ordered and natural deletes, null ordering values (an int: Hudi's default 0), a base file
-    read in several batches; both merge modes."""
+    read in several batches, its data column plain or dictionary-encoded (both merges return it plain); both
+    merge modes."""
     base_rows, log_rows, deletes, seq = [], [], [], 1
     for i, (copies, events) in enumerate(keys):
         base_rows += [(f"k{i}", base_orderings[i], f"k{i}@base{c}") for c in range(copies)]
@@ -218,8 +220,11 @@ def test_the_vectorised_merge_equals_the_sequential_fold(event_time: bool, keys:
             else:
                 deletes.append((f"k{i}", None if kind == "natural" else (ordering or 0), seq))
             seq += 1
-    base = pa.table({"v": [r[2] for r in base_rows], KEY: pa.array([r[0] for r in base_rows], pa.string()),
+    base = pa.table({"v": pa.array([r[2] for r in base_rows], pa.string()),
+                     KEY: pa.array([r[0] for r in base_rows], pa.string()),
                      ORD: pa.array([r[1] for r in base_rows], pa.int32())})
+    if dictionary:
+        base = base.set_column(0, "v", base["v"].dictionary_encode())
     base = pa.Table.from_batches(base.to_batches(max_chunksize=chunk), base.schema)
     logs = LogRecords(
         pa.table({"v": pa.array([r[2] for r in log_rows], pa.string()),
@@ -231,4 +236,5 @@ def test_the_vectorised_merge_equals_the_sequential_fold(event_time: bool, keys:
                   SEQ: pa.array([d[2] for d in deletes], pa.int64())}))
     vectorised = merge_slice(base, logs, event_time_ordering=event_time)
     folded = merge_slice_partial(base, logs, event_time_ordering=event_time, nulls_keep_older=False)
+    assert vectorised.schema.field("v").type == folded.schema.field("v").type == pa.string()
     assert sorted(vectorised["v"].to_pylist()) == sorted(folded["v"].to_pylist())

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hudi_connect.core.executor.slices import SliceReadConfig, read_slice
 from hudi_connect.core.format.fs_view import file_slices_at, replaced_file_groups, valid_block_instants
 from hudi_connect.core.format.merge import KEY, ORD, SEQ, LogRecords, merge_slice
-from hudi_connect.core.format.parquet_files import _dictionary_encoded_strings, read_parquet
+from hudi_connect.core.format.parquet_files import _dictionary_encoded_strings, plain_strings, read_parquet
 from hudi_connect.core.format.table_schema import record_schema
 
 MOR_AND_COW = [n for n in fixture_names() if n != "cow_v6_empty"]
@@ -160,7 +160,8 @@ def test_a_base_file_reads_as_arrows_plain_read(tmp_path_factory: pytest.TempPat
     """``read_parquet`` (string columns written with a dictionary throughout read as dictionaries, then
     expanded) equals Arrow's plain read of the file, types and values: few and many distinct strings, nulls,
     several row groups, dictionaries that overflow to plain pages (a small dictionary page limit), the
-    encodings' names of Parquet 1 (as Hudi's writer names them) and 2, pages of both versions."""
+    encodings' names of Parquet 1 (as Hudi's writer names them) and 2, pages of both versions. Read with its
+    string columns kept as dictionaries (as a merge reads them), the same once expanded."""
     few = data.draw(st.lists(_TEXTS, min_size=rows, max_size=rows))
     table = pa.table({
         "few": pa.array([few[i % 3] if few else None for i in range(rows)], pa.string()),
@@ -176,3 +177,8 @@ def test_a_base_file_reads_as_arrows_plain_read(tmp_path_factory: pytest.TempPat
         assert "few" in _dictionary_encoded_strings(pq.ParquetFile(path))  # the path under test is taken
     read = read_parquet(pa.OSFile(str(path)))
     assert read.schema == expected.schema and read.equals(expected)
+    kept = read_parquet(pa.OSFile(str(path)), dictionaries=["few", "many", "large"])
+    if "few" in _dictionary_encoded_strings(pq.ParquetFile(path)):
+        assert pa.types.is_dictionary(kept.schema.field("few").type)
+    expanded = plain_strings(kept, expected.schema)
+    assert expanded.schema == expected.schema and expanded.equals(expected)

@@ -9,6 +9,7 @@ the executor's environment, like the rest of :mod:`hudi_connect.core.executor.st
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -21,15 +22,16 @@ from hudi_connect.core.format.parquet_files import read_parquet
 LANCE_SUFFIX = ".lance"
 
 
-def read_base_file(uri: str) -> pa.Table:
-    """Every record of the base file at ``uri``."""
+def read_base_file(uri: str, dictionaries: Collection[str] = ()) -> pa.Table:
+    """Every record of the base file at ``uri``; of a Parquet file, the string columns named in ``dictionaries``
+    dictionary-encoded where the file has them so (:func:`~hudi_connect.core.format.parquet_files.read_parquet`)."""
     if uri.endswith(LANCE_SUFFIX):
         return read_lance_file(uri)
     if location_of(uri).kind == "hdfs":  # WebHDFS answers each ranged read with two requests: read it whole
-        return read_parquet(pa.BufferReader(read_bytes(uri)))
+        return read_parquet(pa.BufferReader(read_bytes(uri)), dictionaries)
     filesystem, path = filesystem_for(uri)
     with storage_access(uri), filesystem.open_input_file(path) as handle:
-        return read_parquet(handle)
+        return read_parquet(handle, dictionaries)
 
 
 def read_lance_file(uri: str) -> pa.Table:

@@ -239,10 +239,11 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     blocks = _merged_blocks(config, partition, log_files) if log_files else []
     base = None
     if base_file:
-        records = _base_records(config, partition, base_file)
+        dictionaries = _merge_dictionaries(config) if blocks else frozenset()
+        records = _base_records(config, partition, base_file, dictionaries)
         if config.column_renames:
             records = with_reader_names(records, config.column_renames, base_file_instant(base_file))
-        base = align(records, config.output_schema)
+        base = align(records, config.output_schema, dictionaries=bool(dictionaries))
     if not blocks:
         merged = base if base is not None else config.output_schema.empty_table()
     else:
@@ -261,11 +262,24 @@ def read_slice(config: SliceReadConfig, partition: str, base_file: str | None, l
     return merged
 
 
-def _base_records(config: SliceReadConfig, partition: str, base_file: str) -> pa.Table:
-    """A base file's records; a bootstrap's skeleton file joined with its source file."""
+def _merge_dictionaries(config: SliceReadConfig) -> frozenset[str]:
+    """The base file's columns a merge may carry dictionary-encoded, to expand only the rows it keeps: not those
+    it computes with (keys, ordering values, the deleted flag, the commit time an incremental read keeps rows by),
+    and none where base columns are renamed or joined (schema on read, bootstrap)."""
+    if config.bootstrap is not None or config.column_renames:
+        return frozenset()
+    computed = {RECORD_KEY_COLUMN, COMMIT_TIME_COLUMN, IS_DELETED_COLUMN, *config.record_key_fields,
+                *config.ordering_fields}
+    return frozenset(config.output_schema.names) - computed
+
+
+def _base_records(config: SliceReadConfig, partition: str, base_file: str,
+                  dictionaries: frozenset[str] = frozenset()) -> pa.Table:
+    """A base file's records (``dictionaries``: columns it may return dictionary-encoded); a bootstrap's skeleton
+    file joined with its source file."""
     uri = join(config.base_uri, partition, base_file)
     with planned_file(uri, planned_at=config.planned_at):
-        records = read_base_file(uri)
+        records = read_base_file(uri, dictionaries)
     if config.bootstrap is None:
         return records
     if not is_skeleton(base_file):

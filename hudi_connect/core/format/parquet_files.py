@@ -5,6 +5,8 @@ Imports only pyarrow, so it runs inside Python workers.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -13,8 +15,10 @@ import pyarrow.parquet as pq
 _DICTIONARY_ONLY = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED"})
 
 
-def read_parquet(source: pa.NativeFile) -> pa.Table:
-    """Every record of a Parquet file, its string columns as plain strings.
+def read_parquet(source: pa.NativeFile, dictionaries: Collection[str] = ()) -> pa.Table:
+    """Every record of a Parquet file, its string columns as plain strings but those named in ``dictionaries``,
+    which stay dictionary-encoded where the file wrote them so (a merge that drops rows then expands only the
+    rows it keeps: :func:`plain_strings`).
 
     A string column written with a dictionary throughout (Hudi's commit time, partition path and file name
     columns: a few values each) is read as its dictionary and expanded after: Arrow's reader expands each value
@@ -27,9 +31,20 @@ def read_parquet(source: pa.NativeFile) -> pa.Table:
     # the footer read once: on an object store each read is a request
     table = pq.ParquetFile(source, metadata=parquet.metadata, read_dictionary=dictionary_columns).read(
         use_threads=False)
+    kept = frozenset(dictionaries)
+    for index, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type) and field.name not in kept:
+            table = table.set_column(index, plain.field(index), table.column(index).cast(plain.field(index).type))
+    return table
+
+
+def plain_strings(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (``schema``'s columns, some dictionary-encoded) with its dictionaries expanded to ``schema``'s
+    fields; the other columns as they are."""
     for index, field in enumerate(table.schema):
         if pa.types.is_dictionary(field.type):
-            table = table.set_column(index, plain.field(index), table.column(index).cast(plain.field(index).type))
+            target = schema.field(field.name)
+            table = table.set_column(index, target, table.column(index).cast(target.type))
     return table
 
 

@@ -154,15 +154,21 @@ def _promote_struct(column: pa.StructArray, new: pa.StructType, name: str) -> pa
     return pa.StructArray.from_arrays(arrays, fields=list(new), mask=mask)
 
 
-def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: missing ones null, older types promoted as Hudi does."""
-    columns = []
+def align(table: pa.Table, schema: pa.Schema, *, dictionaries: bool = False) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: missing ones null, older types promoted as Hudi does; with
+    ``dictionaries``, a dictionary-encoded column of the field's type stays encoded (a merge expands it later)."""
+    columns, fields = [], []
     for field in schema:
-        if field.name in table.column_names:
-            columns.append(promote(table[field.name], field.type, field.name))
+        column = table[field.name] if field.name in table.column_names else None
+        if column is None:
+            column = pa.nulls(table.num_rows, field.type)
+        elif dictionaries and pa.types.is_dictionary(column.type) and column.type.value_type == field.type:
+            field = field.with_type(column.type)
         else:
-            columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+            column = promote(column, field.type, field.name)
+        columns.append(column)
+        fields.append(field)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
 
 
 CREATE_SCHEMA_PROPERTY = "hoodie.table.create.schema"  # the schema the table was created with (Avro JSON)
