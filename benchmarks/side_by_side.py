@@ -130,10 +130,33 @@ def add_warmups(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmups", type=int, default=3)
 
 
+def busy_share(seconds: float = 0.25) -> float:
+    """The share of the machine's CPU time that was busy over the next ``seconds`` (Linux's /proc/stat)."""
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as stat:
+            values = [int(v) for v in stat.readline().split()[1:]]
+        idle = values[3] + values[4]  # idle and iowait
+        return sum(values) - idle, sum(values)
+    busy_before, total_before = sample()
+    time.sleep(seconds)
+    busy_after, total_after = sample()
+    return (busy_after - busy_before) / max(1, total_after - total_before)
+
+
+def settle(limit: float = 10.0, busy: float = 0.05) -> None:
+    """Wait, at most ``limit`` seconds, until the machine is idle: a server's JVM goes on compiling for a
+    fraction of a second after its query returns (0.1-0.3 s of CPU, measured), which the next timed run,
+    often the other side's, would otherwise pay for."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and busy_share() > busy:
+        pass
+
+
 def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int, warmups: int = 1) -> dict[str, tuple[float, T]]:
     """Median seconds of ``repeat`` runs of each action, and its result. ``warmups`` untimed runs of each
     first, then the runs in rounds (each round runs every action once, in a rotated order), so no side
-    gets a warmer JVM or a quieter minute than the other. Every run of an action must give one result."""
+    gets a warmer JVM or a quieter minute than the other; each timed run starts on an idle machine
+    (:func:`settle`). Every run of an action must give one result."""
     labels = list(actions)
     results = {label: actions[label]() for label in labels}  # warm-up
     for _ in range(warmups - 1):
@@ -143,6 +166,7 @@ def interleaved(actions: Mapping[str, Callable[[], T]], repeat: int, warmups: in
     for round_number in range(repeat):
         shift = round_number % len(labels)
         for label in labels[shift:] + labels[:shift]:
+            settle()
             begin = time.perf_counter()
             result = actions[label]()
             times[label].append(time.perf_counter() - begin)
