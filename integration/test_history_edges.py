@@ -46,13 +46,14 @@ class Case:
 
 
 CASES = {
-    # CI: log blocks outliving their archived deltacommits (compaction by log-file count skips a file group),
-    # eager cleaning; and a table never cleaned, whose archived instants stay readable
+    # log blocks outliving their archived deltacommits (compaction by log-file count skips a file group), eager
+    # cleaning; and a table never cleaned, whose archived instants stay readable. All under --full (CI's time):
+    # CI reaches archived history through the conformance slice's cell with aggressive archival
     "mor-compaction-skips": Case("MERGE_ON_READ", "DATA_BEFORE_AFTER", CLEAN_EAGERLY | {
         "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2",
         "hoodie.compaction.strategy":
             "org.apache.hudi.table.action.compact.strategy.LogFileNumBasedCompactionStrategy",
-        "hoodie.compaction.logfile.num.threshold": "3"}, skewed=True),
+        "hoodie.compaction.logfile.num.threshold": "3"}, skewed=True, marks=(pytest.mark.full,)),
     # table version 6: the archive's log files (Hudi 1.2 writes them where hoodie.archivelog.folder says)
     "cow-v6-uncleaned": Case("COPY_ON_WRITE", "DATA_BEFORE_AFTER", NO_CLEAN | {"hoodie.write.table.version": "6"},
                              metadata_table=False, marks=(pytest.mark.full,)),
