@@ -84,7 +84,8 @@ print(rows, pa.default_memory_pool().max_memory(), resource.getrusage(resource.R
 def slice_memory(task: str, checkout: str) -> tuple[int, int, int]:
     """Rows, Arrow's peak bytes and the peak resident bytes of the pickled slice read by ``checkout``'s code."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, "-c", SLICE_IN_A_FRESH_PROCESS, task], env=env, check=True,
+    # -P: `python -c` would put the working directory (this checkout) ahead of PYTHONPATH and measure its code
+    out = subprocess.run([sys.executable, "-P", "-c", SLICE_IN_A_FRESH_PROCESS, task], env=env, check=True,
                          capture_output=True, text=True).stdout.split()
     rows, arrow_peak, resident = (int(v) for v in out[-3:])
     return rows, arrow_peak, resident
